@@ -1,0 +1,82 @@
+/* gpurt/base.h — status codes and the few shared types every layer uses.
+ *
+ * Every public gpurt function returns a grt_status; results travel through
+ * out-parameters. GRT_OK is zero so `if (st) return st;` reads naturally.
+ * The list below is the single source of the enum, grt_status_str() (a
+ * sentence for humans) and grt_status_name() (the enum's spelling).
+ *
+ * Thread safety: everything here is pure and thread-safe.
+ */
+#ifndef GPURT_BASE_H
+#define GPURT_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(GRT_BUILDING_LIBRARY) && defined(__GNUC__)
+#define GRT_API __attribute__((visibility("default")))
+#else
+#define GRT_API
+#endif
+
+/* X(name, value, message) */
+#define GRT_STATUS_LIST(X)                                                         \
+  X(GRT_OK, 0, "success")                                                         \
+  X(GRT_ERR_INVALID_ARG, 1, "invalid argument")                                   \
+  X(GRT_ERR_NOMEM, 2, "host out of memory")                                       \
+  X(GRT_ERR_OOM, 3, "device out of memory")                                       \
+  X(GRT_ERR_DOUBLE_FREE, 4, "double free: the block is already free")             \
+  X(GRT_ERR_UNKNOWN_POINTER, 5, "pointer was not returned by this allocator")     \
+  X(GRT_ERR_INTERIOR_POINTER, 6, "pointer points inside a block, not at its start") \
+  X(GRT_ERR_SIZE, 7, "size is zero or too large")                                 \
+  X(GRT_ERR_BUSY, 8, "object still has live children or pending work")           \
+  X(GRT_ERR_NOT_READY, 9, "work not completed yet")                               \
+  X(GRT_ERR_DESTROYED, 10, "object was destroyed")                                \
+  X(GRT_ERR_WRONG_DEVICE, 11, "object belongs to another device")                 \
+  X(GRT_ERR_NOT_PERMITTED, 12, "operation not permitted in this context")        \
+  X(GRT_ERR_DEADLOCK, 13, "deadlock detected")                                    \
+  X(GRT_ERR_CAPTURE, 14, "illegal operation during stream capture")               \
+  X(GRT_ERR_UNSUPPORTED, 15, "not supported by this backend or build")            \
+  X(GRT_ERR_PARSE, 16, "malformed input")                                         \
+  X(GRT_ERR_IO, 17, "input/output error")                                         \
+  X(GRT_ERR_NOT_FOUND, 18, "not found")                                           \
+  X(GRT_ERR_STATE, 19, "object is in the wrong state for this call")             \
+  X(GRT_ERR_RACE, 20, "unsynchronized access detected")                           \
+  X(GRT_ERR_POISON, 21, "read of poisoned (freed) memory detected")               \
+  X(GRT_ERR_FAULT_INJECTED, 22, "failure injected by a test")                     \
+  X(GRT_ERR_NO_DEVICE, 23, "no device or driver available")                      \
+  X(GRT_ERR_DRIVER, 24, "device driver returned an error")                        \
+  X(GRT_ERR_INTERNAL, 25, "internal error (a gpurt bug)")
+
+typedef enum grt_status {
+#define GRT__STATUS_ENUM(name, value, msg) name = value,
+  GRT_STATUS_LIST(GRT__STATUS_ENUM)
+#undef GRT__STATUS_ENUM
+} grt_status;
+
+/* A sentence describing the status; never NULL (unknown codes get a generic text). */
+GRT_API const char *grt_status_str(grt_status st);
+/* The enum constant's name, e.g. "GRT_ERR_OOM"; never NULL. */
+GRT_API const char *grt_status_name(grt_status st);
+
+/* A device address. Modelled devices hand out numbers; the CUDA backend hands out CUdeviceptr. */
+typedef uint64_t grt_devptr;
+
+/* A stream as the allocator sees it: an opaque id (0 is the default stream). */
+typedef uint64_t grt_stream_id;
+
+#define GRT_KiB ((uint64_t)1024)
+#define GRT_MiB ((uint64_t)1024 * 1024)
+#define GRT_GiB ((uint64_t)1024 * 1024 * 1024)
+
+/* Formats `bytes` as "12.50 MiB" into buf (at least 32 bytes); returns buf. */
+GRT_API char *grt_format_bytes(uint64_t bytes, char *buf, size_t buf_size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPURT_BASE_H */

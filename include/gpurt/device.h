@@ -1,0 +1,96 @@
+/* gpurt/device.h — the "driver": device memory as cudaMalloc/cudaFree see it.
+ *
+ * A device has a fixed capacity and one address space. Each malloc places a
+ * segment first-fit (lowest address that fits); each free returns it and the
+ * hole coalesces with its neighbours. Nothing ever moves: a live segment pins
+ * its addresses, so fragmentation of this space is permanent — the reason the
+ * caching allocator exists. Every free counts as a device-wide synchronization,
+ * as cudaFree is one.
+ *
+ * Backends sit behind one internal contract (src/device/device_impl.h): the
+ * simulated device here is the default; others (a real CUDA device) plug in
+ * behind the same functions.
+ *
+ * Thread safety: a grt_device is safe to call from several threads; each call
+ * takes the device's own mutex briefly.
+ */
+#ifndef GPURT_DEVICE_H
+#define GPURT_DEVICE_H
+
+#include "gpurt/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct grt_device grt_device;
+
+typedef struct grt_device_config {
+  uint64_t capacity;        /* bytes of device memory (> 0) */
+  grt_devptr base_address;  /* address of the first byte; never 0 (default 0x7f0000000000) */
+  uint64_t alignment;       /* segment placement alignment, a power of two (default 512) */
+  int host_backing;         /* nonzero: bytes are backed by host memory (grt_device_host_ptr) */
+  uint64_t fail_malloc_at;  /* fault injection: the Nth malloc from now fails (1 = next); 0 = never */
+} grt_device_config;
+
+typedef struct grt_device_stats {
+  uint64_t capacity;          /* bytes */
+  uint64_t bytes_in_use;      /* bytes in live segments */
+  uint64_t peak_bytes_in_use; /* high-water mark of bytes_in_use */
+  uint64_t free_bytes;        /* capacity - bytes_in_use */
+  uint64_t largest_hole;      /* largest contiguous free range, bytes */
+  uint64_t holes;             /* number of free ranges */
+  uint64_t segments;          /* live segments */
+  uint64_t malloc_calls;      /* successful mallocs */
+  uint64_t failed_mallocs;    /* mallocs that returned GRT_ERR_OOM (or an injected fault) */
+  uint64_t free_calls;        /* successful frees */
+  uint64_t syncs;             /* device-wide synchronizations (one per free) */
+} grt_device_stats;
+
+/* Fills cfg with defaults: 1 GiB capacity, base 0x7f0000000000, 512-byte alignment. */
+GRT_API void grt_device_config_default(grt_device_config *cfg);
+
+/* Creates a simulated device. On failure *out is NULL and nothing leaks. */
+GRT_API grt_status grt_device_create(const grt_device_config *cfg, grt_device **out);
+
+/* Destroys the device. GRT_ERR_BUSY (nothing changed) while segments are live.
+ * grt_device_destroy(NULL) is a no-op returning GRT_OK. */
+GRT_API grt_status grt_device_destroy(grt_device *dev);
+
+/* First-fit allocation of size bytes (rounded up to the alignment).
+ * GRT_ERR_SIZE for 0 or more than the capacity; GRT_ERR_OOM when no hole fits. */
+GRT_API grt_status grt_device_malloc(grt_device *dev, uint64_t size, grt_devptr *out);
+
+/* Places a segment at exactly addr (a replay device re-creating recorded
+ * segments). GRT_ERR_OOM when [addr, addr+size) is not wholly free. */
+GRT_API grt_status grt_device_malloc_at(grt_device *dev, grt_devptr addr, uint64_t size);
+
+/* Frees a segment (one device-wide sync). GRT_ERR_DOUBLE_FREE for an address
+ * that was freed, GRT_ERR_INTERIOR_POINTER inside a live segment,
+ * GRT_ERR_UNKNOWN_POINTER otherwise; the device is unchanged on error. */
+GRT_API grt_status grt_device_free(grt_device *dev, grt_devptr ptr);
+
+/* Size of the live segment starting at ptr. */
+GRT_API grt_status grt_device_segment_size(grt_device *dev, grt_devptr ptr, uint64_t *size);
+
+GRT_API grt_status grt_device_get_stats(grt_device *dev, grt_device_stats *out);
+
+/* cudaMemGetInfo: free and total bytes. */
+GRT_API grt_status grt_device_mem_get_info(grt_device *dev, uint64_t *free_bytes, uint64_t *total);
+
+/* Host view of device bytes [ptr, ptr+len) (host_backing devices only): the
+ * range must lie inside one live segment. */
+GRT_API grt_status grt_device_host_ptr(grt_device *dev, grt_devptr ptr, uint64_t len, void **out);
+
+/* Fault injection: the nth malloc from now fails with GRT_ERR_FAULT_INJECTED
+ * (n = 1: the next one); 0 clears it. */
+GRT_API grt_status grt_device_inject_malloc_failure(grt_device *dev, uint64_t nth);
+
+/* Calls fn(ctx, address, size) for each live segment in address order. */
+typedef void (*grt_device_segment_fn)(void *ctx, grt_devptr address, uint64_t size);
+GRT_API grt_status grt_device_walk_segments(grt_device *dev, grt_device_segment_fn fn, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPURT_DEVICE_H */

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds and runs every test. With an argument, builds under sanitizers:
+#   scripts/test.sh            plain build (RelWithDebInfo)
+#   scripts/test.sh asan       AddressSanitizer + UndefinedBehaviorSanitizer
+#   scripts/test.sh tsan       ThreadSanitizer
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-plain}
+bash scripts/deps.sh
+case "$mode" in
+  plain) dir=build/test; flags=() ;;
+  asan) dir=build/asan; flags=(-DGRT_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug) ;;
+  tsan) dir=build/tsan; flags=(-DGRT_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+  *) echo "usage: scripts/test.sh [plain|asan|tsan]" >&2; exit 2 ;;
+esac
+cmake -S . -B "$dir" -G Ninja "${flags[@]}" >/dev/null
+cmake --build "$dir"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+label=()
+[ "$mode" = tsan ] && label=(-L threads)
+ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" "${label[@]}"

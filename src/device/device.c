@@ -1,0 +1,167 @@
+/* device.c — the public grt_device functions: validation, locking, counters
+ * and fault injection around a backend (device_impl.h). */
+#include <stdlib.h>
+
+#include "device/device_impl.h"
+
+void grt_device_config_default(grt_device_config *cfg) {
+  if (!cfg) return;
+  cfg->capacity = GRT_GiB;
+  cfg->base_address = 0x7f0000000000ULL;
+  cfg->alignment = 512;
+  cfg->host_backing = 0;
+  cfg->fail_malloc_at = 0;
+}
+
+static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+grt_status grt_device_create(const grt_device_config *cfg, grt_device **out) {
+  if (!out) return GRT_ERR_INVALID_ARG;
+  *out = NULL;
+  if (!cfg || cfg->capacity == 0 || cfg->base_address == 0 || !is_pow2(cfg->alignment) ||
+      cfg->base_address % cfg->alignment != 0 || cfg->base_address + cfg->capacity < cfg->base_address)
+    return GRT_ERR_INVALID_ARG;
+  grt_device *dev = calloc(1, sizeof *dev);
+  if (!dev) return GRT_ERR_NOMEM;
+  grt_status st = grt__device_sim_create(cfg, &dev->impl);
+  if (st) {
+    free(dev);
+    return st;
+  }
+  pthread_mutex_init(&dev->lock, NULL);
+  dev->ops = &grt__device_sim_ops;
+  dev->alignment = cfg->alignment;
+  dev->capacity = cfg->capacity;
+  dev->fail_countdown = cfg->fail_malloc_at;
+  *out = dev;
+  return GRT_OK;
+}
+
+grt_status grt_device_destroy(grt_device *dev) {
+  if (!dev) return GRT_OK;
+  grt_device_stats s = {0};
+  pthread_mutex_lock(&dev->lock);
+  dev->ops->memory_stats(dev->impl, &s);
+  pthread_mutex_unlock(&dev->lock);
+  if (s.segments) return GRT_ERR_BUSY;
+  dev->ops->destroy(dev->impl);
+  pthread_mutex_destroy(&dev->lock);
+  free(dev);
+  return GRT_OK;
+}
+
+/* Called with the lock held before each malloc: true when this one must fail. */
+static int fault_fires(grt_device *dev) {
+  if (dev->fail_countdown == 0) return 0;
+  return --dev->fail_countdown == 0;
+}
+
+static void note_in_use(grt_device *dev) {
+  uint64_t in_use = dev->ops->bytes_in_use(dev->impl);
+  if (in_use > dev->peak_bytes_in_use) dev->peak_bytes_in_use = in_use;
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
+
+grt_status grt_device_malloc(grt_device *dev, uint64_t size, grt_devptr *out) {
+  if (!dev || !out) return GRT_ERR_INVALID_ARG;
+  if (size == 0 || size > dev->capacity) return GRT_ERR_SIZE;
+  size = align_up(size, dev->alignment);
+  pthread_mutex_lock(&dev->lock);
+  grt_status st = fault_fires(dev) ? GRT_ERR_FAULT_INJECTED : dev->ops->malloc(dev->impl, size, out);
+  if (st == GRT_OK) {
+    dev->malloc_calls++;
+    note_in_use(dev);
+  } else if (st == GRT_ERR_OOM || st == GRT_ERR_FAULT_INJECTED) {
+    dev->failed_mallocs++;
+  }
+  pthread_mutex_unlock(&dev->lock);
+  return st;
+}
+
+grt_status grt_device_malloc_at(grt_device *dev, grt_devptr addr, uint64_t size) {
+  if (!dev) return GRT_ERR_INVALID_ARG;
+  if (size == 0 || size > dev->capacity) return GRT_ERR_SIZE;
+  if (addr % dev->alignment) return GRT_ERR_INVALID_ARG;
+  size = align_up(size, dev->alignment);
+  pthread_mutex_lock(&dev->lock);
+  grt_status st = fault_fires(dev) ? GRT_ERR_FAULT_INJECTED : dev->ops->malloc_at(dev->impl, addr, size);
+  if (st == GRT_OK) {
+    dev->malloc_calls++;
+    note_in_use(dev);
+  } else if (st == GRT_ERR_OOM || st == GRT_ERR_FAULT_INJECTED) {
+    dev->failed_mallocs++;
+  }
+  pthread_mutex_unlock(&dev->lock);
+  return st;
+}
+
+grt_status grt_device_free(grt_device *dev, grt_devptr ptr) {
+  if (!dev) return GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&dev->lock);
+  grt_status st = dev->ops->free(dev->impl, ptr);
+  if (st == GRT_OK) {
+    dev->free_calls++;
+    dev->syncs++; /* cudaFree waits for the whole device */
+  }
+  pthread_mutex_unlock(&dev->lock);
+  return st;
+}
+
+grt_status grt_device_segment_size(grt_device *dev, grt_devptr ptr, uint64_t *size) {
+  if (!dev || !size) return GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&dev->lock);
+  grt_status st = dev->ops->segment_size(dev->impl, ptr, size);
+  pthread_mutex_unlock(&dev->lock);
+  return st;
+}
+
+grt_status grt_device_get_stats(grt_device *dev, grt_device_stats *out) {
+  if (!dev || !out) return GRT_ERR_INVALID_ARG;
+  grt_device_stats s = {0};
+  pthread_mutex_lock(&dev->lock);
+  dev->ops->memory_stats(dev->impl, &s);
+  s.peak_bytes_in_use = dev->peak_bytes_in_use;
+  s.malloc_calls = dev->malloc_calls;
+  s.failed_mallocs = dev->failed_mallocs;
+  s.free_calls = dev->free_calls;
+  s.syncs = dev->syncs;
+  pthread_mutex_unlock(&dev->lock);
+  s.free_bytes = s.capacity - s.bytes_in_use;
+  *out = s;
+  return GRT_OK;
+}
+
+grt_status grt_device_mem_get_info(grt_device *dev, uint64_t *free_bytes, uint64_t *total) {
+  grt_device_stats s;
+  if (!free_bytes || !total) return GRT_ERR_INVALID_ARG;
+  grt_status st = grt_device_get_stats(dev, &s);
+  if (st) return st;
+  *free_bytes = s.free_bytes;
+  *total = s.capacity;
+  return GRT_OK;
+}
+
+grt_status grt_device_host_ptr(grt_device *dev, grt_devptr ptr, uint64_t len, void **out) {
+  if (!dev || !out) return GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&dev->lock);
+  grt_status st = dev->ops->host_ptr(dev->impl, ptr, len, out);
+  pthread_mutex_unlock(&dev->lock);
+  return st;
+}
+
+grt_status grt_device_inject_malloc_failure(grt_device *dev, uint64_t nth) {
+  if (!dev) return GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&dev->lock);
+  dev->fail_countdown = nth;
+  pthread_mutex_unlock(&dev->lock);
+  return GRT_OK;
+}
+
+grt_status grt_device_walk_segments(grt_device *dev, grt_device_segment_fn fn, void *ctx) {
+  if (!dev || !fn) return GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&dev->lock);
+  dev->ops->walk(dev->impl, fn, ctx);
+  pthread_mutex_unlock(&dev->lock);
+  return GRT_OK;
+}

@@ -1,0 +1,233 @@
+/* device_sim.c — the simulated device backend: one address space, first fit.
+ *
+ * Free space is a sorted array of holes; a malloc takes the front of the first
+ * hole that fits (lowest address), a free re-inserts the range and merges it
+ * with the holes touching it. Invariants (checked by tests through the public
+ * stats): holes are sorted, disjoint, never adjacent (adjacent holes are always
+ * merged), and holes + live segments tile [base, base + capacity).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/u64map.h"
+#include "device/device_impl.h"
+
+typedef struct hole {
+  grt_devptr addr;
+  uint64_t size;
+} hole;
+
+typedef struct sim {
+  grt_devptr base;
+  uint64_t capacity;
+  uint64_t in_use;
+  hole *holes;
+  size_t n_holes, cap_holes;
+  grt__u64map live;   /* segment start -> size (stored as uintptr_t) */
+  grt__u64map freed;  /* start addresses freed and not live again: double-free detection */
+  unsigned char *host; /* capacity bytes when host backing is on, else NULL */
+} sim;
+
+grt_status grt__device_sim_create(const grt_device_config *cfg, void **impl) {
+  sim *s = calloc(1, sizeof *s);
+  if (!s) return GRT_ERR_NOMEM;
+  s->base = cfg->base_address;
+  s->capacity = cfg->capacity;
+  s->holes = malloc(16 * sizeof *s->holes);
+  if (!s->holes) goto fail;
+  s->cap_holes = 16;
+  s->holes[0] = (hole){cfg->base_address, cfg->capacity};
+  s->n_holes = 1;
+  grt__u64map_init(&s->live);
+  grt__u64map_init(&s->freed);
+  if (cfg->host_backing) {
+    s->host = calloc(1, (size_t)cfg->capacity);
+    if (!s->host) goto fail;
+  }
+  *impl = s;
+  return GRT_OK;
+fail:
+  free(s->holes);
+  free(s);
+  return GRT_ERR_NOMEM;
+}
+
+static void sim_destroy(void *impl) {
+  sim *s = impl;
+  grt__u64map_free(&s->live);
+  grt__u64map_free(&s->freed);
+  free(s->holes);
+  free(s->host);
+  free(s);
+}
+
+static int ensure_hole_room(sim *s) {
+  if (s->n_holes < s->cap_holes) return 1;
+  size_t cap = s->cap_holes * 2;
+  hole *h = realloc(s->holes, cap * sizeof *h);
+  if (!h) return 0;
+  s->holes = h;
+  s->cap_holes = cap;
+  return 1;
+}
+
+static void remove_hole(sim *s, size_t i) {
+  memmove(&s->holes[i], &s->holes[i + 1], (s->n_holes - i - 1) * sizeof *s->holes);
+  s->n_holes--;
+}
+
+/* Marks [addr, addr+size) (inside hole i) as a live segment. */
+static grt_status take_from_hole(sim *s, size_t i, grt_devptr addr, uint64_t size) {
+  hole h = s->holes[i];
+  int keep_front = addr > h.addr, keep_back = addr + size < h.addr + h.size;
+  if (keep_front && keep_back && !ensure_hole_room(s)) return GRT_ERR_NOMEM;
+  if (!grt__u64map_put(&s->live, addr, (void *)(uintptr_t)size)) return GRT_ERR_NOMEM;
+  grt__u64map_del(&s->freed, addr);
+  if (keep_front && keep_back) {
+    memmove(&s->holes[i + 2], &s->holes[i + 1], (s->n_holes - i - 1) * sizeof *s->holes);
+    s->n_holes++;
+    s->holes[i] = (hole){h.addr, addr - h.addr};
+    s->holes[i + 1] = (hole){addr + size, h.addr + h.size - addr - size};
+  } else if (keep_front) {
+    s->holes[i].size = addr - h.addr;
+  } else if (keep_back) {
+    s->holes[i] = (hole){addr + size, h.size - size};
+  } else {
+    remove_hole(s, i);
+  }
+  s->in_use += size;
+  return GRT_OK;
+}
+
+static grt_status sim_malloc(void *impl, uint64_t size, grt_devptr *out) {
+  sim *s = impl;
+  for (size_t i = 0; i < s->n_holes; i++) {
+    if (s->holes[i].size >= size) {
+      grt_devptr addr = s->holes[i].addr;
+      grt_status st = take_from_hole(s, i, addr, size);
+      if (st == GRT_OK) *out = addr;
+      return st;
+    }
+  }
+  return GRT_ERR_OOM;
+}
+
+/* Index of the first hole whose end is above addr (the only one that can contain it). */
+static size_t find_hole(const sim *s, grt_devptr addr) {
+  size_t lo = 0, hi = s->n_holes;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (s->holes[mid].addr + s->holes[mid].size <= addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static grt_status sim_malloc_at(void *impl, grt_devptr addr, uint64_t size) {
+  sim *s = impl;
+  if (addr < s->base || addr + size > s->base + s->capacity || addr + size < addr) return GRT_ERR_OOM;
+  size_t i = find_hole(s, addr);
+  if (i == s->n_holes || s->holes[i].addr > addr || s->holes[i].addr + s->holes[i].size < addr + size)
+    return GRT_ERR_OOM;
+  return take_from_hole(s, i, addr, size);
+}
+
+/* Classifies an address that is not the start of a live segment. */
+static grt_status classify_bad(const sim *s, grt_devptr ptr) {
+  if (grt__u64map_get(&s->freed, ptr)) return GRT_ERR_DOUBLE_FREE;
+  if (ptr < s->base || ptr >= s->base + s->capacity) return GRT_ERR_UNKNOWN_POINTER;
+  size_t i = find_hole(s, ptr);
+  if (i < s->n_holes && s->holes[i].addr <= ptr) return GRT_ERR_UNKNOWN_POINTER; /* in free space */
+  return GRT_ERR_INTERIOR_POINTER;
+}
+
+static grt_status sim_free(void *impl, grt_devptr ptr) {
+  sim *s = impl;
+  uint64_t size = (uint64_t)(uintptr_t)grt__u64map_get(&s->live, ptr);
+  if (!size) return classify_bad(s, ptr);
+  if (!ensure_hole_room(s)) return GRT_ERR_NOMEM;
+  if (!grt__u64map_put(&s->freed, ptr, (void *)1)) return GRT_ERR_NOMEM;
+  grt__u64map_del(&s->live, ptr);
+  size_t i = find_hole(s, ptr); /* holes[i] is the first hole after the segment */
+  int merge_prev = i > 0 && s->holes[i - 1].addr + s->holes[i - 1].size == ptr;
+  int merge_next = i < s->n_holes && s->holes[i].addr == ptr + size;
+  if (merge_prev && merge_next) {
+    s->holes[i - 1].size += size + s->holes[i].size;
+    remove_hole(s, i);
+  } else if (merge_prev) {
+    s->holes[i - 1].size += size;
+  } else if (merge_next) {
+    s->holes[i].addr = ptr;
+    s->holes[i].size += size;
+  } else {
+    memmove(&s->holes[i + 1], &s->holes[i], (s->n_holes - i) * sizeof *s->holes);
+    s->holes[i] = (hole){ptr, size};
+    s->n_holes++;
+  }
+  s->in_use -= size;
+  return GRT_OK;
+}
+
+static grt_status sim_segment_size(void *impl, grt_devptr ptr, uint64_t *size) {
+  sim *s = impl;
+  uint64_t sz = (uint64_t)(uintptr_t)grt__u64map_get(&s->live, ptr);
+  if (!sz) return classify_bad(s, ptr);
+  *size = sz;
+  return GRT_OK;
+}
+
+static grt_status sim_host_ptr(void *impl, grt_devptr ptr, uint64_t len, void **out) {
+  sim *s = impl;
+  if (!s->host) return GRT_ERR_UNSUPPORTED;
+  if (ptr < s->base || ptr >= s->base + s->capacity || len > s->base + s->capacity - ptr)
+    return GRT_ERR_UNKNOWN_POINTER;
+  size_t i = find_hole(s, ptr);
+  if (i < s->n_holes && s->holes[i].addr < ptr + (len ? len : 1)) return GRT_ERR_UNKNOWN_POINTER;
+  *out = s->host + (ptr - s->base);
+  return GRT_OK;
+}
+
+static void sim_memory_stats(void *impl, grt_device_stats *st) {
+  sim *s = impl;
+  st->capacity = s->capacity;
+  st->bytes_in_use = s->in_use;
+  st->holes = s->n_holes;
+  st->segments = s->live.count;
+  st->largest_hole = 0;
+  for (size_t i = 0; i < s->n_holes; i++)
+    if (s->holes[i].size > st->largest_hole) st->largest_hole = s->holes[i].size;
+}
+
+static uint64_t sim_bytes_in_use(void *impl) { return ((sim *)impl)->in_use; }
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void sim_walk(void *impl, grt_device_segment_fn fn, void *ctx) {
+  sim *s = impl;
+  uint64_t *addrs = malloc((s->live.count + 1) * sizeof *addrs);
+  size_t n = 0;
+  if (!addrs) return;
+  for (size_t i = 0; s->live.slots && i <= s->live.mask; i++)
+    if (s->live.slots[i].key != UINT64_MAX) addrs[n++] = s->live.slots[i].key;
+  qsort(addrs, n, sizeof *addrs, cmp_u64);
+  for (size_t i = 0; i < n; i++) fn(ctx, addrs[i], (uint64_t)(uintptr_t)grt__u64map_get(&s->live, addrs[i]));
+  free(addrs);
+}
+
+const grt__device_ops grt__device_sim_ops = {
+    .name = "simulated",
+    .malloc = sim_malloc,
+    .malloc_at = sim_malloc_at,
+    .free = sim_free,
+    .segment_size = sim_segment_size,
+    .host_ptr = sim_host_ptr,
+    .memory_stats = sim_memory_stats,
+    .bytes_in_use = sim_bytes_in_use,
+    .walk = sim_walk,
+    .destroy = sim_destroy,
+};

@@ -1,0 +1,17 @@
+/* cli.h — the gpurt command's subcommand table (tools/gpurt).
+ * Each subcommand lives in its own cmd_*.c file and is listed in main.c. */
+#ifndef GRT_TOOLS_CLI_H
+#define GRT_TOOLS_CLI_H
+
+typedef struct grt_cli_command {
+  const char *name;    /* "demo", "replay", ... */
+  const char *summary; /* one line for `gpurt --help` */
+  int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+} grt_cli_command;
+
+/* True when argv holds -h or --help. */
+int grt_cli_wants_help(int argc, char **argv);
+
+int grt_cmd_demo(int argc, char **argv);
+
+#endif
