@@ -1,0 +1,44 @@
+/* bins.h — an ordered set of free ranges keyed (size, address) (internal).
+ *
+ * The caching allocator keeps one per (pool, stream); the best-fit search is
+ * lower_bound(size): the smallest size >= the request, ties to the lowest
+ * address — PyTorch's std::set<Block*> order within one stream. Iteration
+ * (next/prev) walks the same order, as release_cached_blocks does.
+ *
+ * Implementation: bins.c. Any replacement must return exactly the same
+ * entries for every call (the differential and fidelity tests check it).
+ * Not thread-safe: the owning allocator's lock guards it.
+ */
+#ifndef GRT_ALLOC_BINS_H
+#define GRT_ALLOC_BINS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpurt/base.h"
+
+typedef struct grt__bins grt__bins;
+
+typedef struct grt__bin_entry {
+  uint64_t size;
+  uint64_t addr;
+  void *value;
+} grt__bin_entry;
+
+grt_status grt__bins_create(grt__bins **out);
+void grt__bins_destroy(grt__bins *b);
+/* GRT_ERR_INVALID_ARG when (size, addr) is already present; GRT_ERR_NOMEM. */
+grt_status grt__bins_insert(grt__bins *b, uint64_t size, uint64_t addr, void *value);
+/* Returns false when (size, addr) is absent. */
+bool grt__bins_erase(grt__bins *b, uint64_t size, uint64_t addr);
+/* Smallest entry >= (size, addr). */
+bool grt__bins_lower_bound(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_entry *out);
+/* Entry strictly after / before (size, addr) (which need not be present). */
+bool grt__bins_next(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_entry *out);
+bool grt__bins_prev(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_entry *out);
+bool grt__bins_first(const grt__bins *b, grt__bin_entry *out);
+bool grt__bins_last(const grt__bins *b, grt__bin_entry *out);
+size_t grt__bins_count(const grt__bins *b);
+
+#endif
