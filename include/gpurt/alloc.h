@@ -1,0 +1,211 @@
+/* gpurt/alloc.h — allocators behind one interface.
+ *
+ * An allocator serves device memory to callers from segments it obtains from a
+ * grt_device. Policies:
+ *   "caching"  PyTorch's CUDA caching allocator, faithfully (rounding, small and
+ *              large pools, best fit ordered by (stream, size, address), split
+ *              and merge, max_split_size, flush-and-retry on OOM, empty_cache,
+ *              record_stream with deferred frees).
+ *   "naive"    every request goes straight to the device (cudaMalloc/cudaFree).
+ * More policies register behind the same functions.
+ *
+ * Streams are opaque ids (grt_stream_id, 0 = default stream). The allocator
+ * knows nothing of threads or execution: whether an event recorded for a
+ * deferred free has completed is asked through grt_stream_ops, so the same
+ * code runs in the replayer (no execution), on the executor and on CUDA.
+ *
+ * Thread safety: every function on one grt_allocator may be called from several
+ * threads; each call holds the allocator's mutex (as PyTorch holds one per
+ * device). The stream_ops callbacks are called with that mutex held and must
+ * not call back into the allocator.
+ */
+#ifndef GPURT_ALLOC_H
+#define GPURT_ALLOC_H
+
+#include "gpurt/base.h"
+#include "gpurt/device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct grt_allocator grt_allocator;
+
+/* PyTorch's constants (c10/cuda/CUDACachingAllocator.cpp). */
+#define GRT_MIN_BLOCK_SIZE ((uint64_t)512)           /* kMinBlockSize */
+#define GRT_SMALL_SIZE ((uint64_t)1 << 20)           /* kSmallSize: <= goes to the small pool */
+#define GRT_SMALL_BUFFER ((uint64_t)2 << 20)         /* kSmallBuffer: small-pool segment size */
+#define GRT_LARGE_BUFFER ((uint64_t)20 << 20)        /* kLargeBuffer: segment for 1-10 MiB requests */
+#define GRT_MIN_LARGE_ALLOC ((uint64_t)10 << 20)     /* kMinLargeAlloc */
+#define GRT_ROUND_LARGE ((uint64_t)2 << 20)          /* kRoundLarge */
+#define GRT_ROUNDUP_INTERVALS 16                     /* power-of-two intervals 1 MiB .. 64 GiB */
+#define GRT_UNLIMITED UINT64_MAX
+
+/* Completion interface for deferred frees (record_stream). */
+typedef struct grt_stream_ops {
+  void *ctx;
+  /* Records an event on stream; returns an id the other calls receive. */
+  grt_status (*record_event)(void *ctx, grt_stream_id stream, uint64_t *event);
+  /* 1 when the event has completed, 0 when not yet. */
+  int (*event_query)(void *ctx, uint64_t event);
+  /* Blocks until the event completed (empty_cache and the OOM retry call it). */
+  void (*event_synchronize)(void *ctx, uint64_t event);
+  void (*event_destroy)(void *ctx, uint64_t event);
+} grt_stream_ops;
+
+typedef enum grt_cross_stream_policy {
+  GRT_CROSS_STREAM_NEVER = 0,  /* PyTorch: a cached block serves only its own stream */
+  GRT_CROSS_STREAM_WITH_EVENT, /* the seed's model: another stream's cached block may be
+                                  taken (same stream preferred); each such reuse counts
+                                  one event edge in cross_stream_syncs */
+} grt_cross_stream_policy;
+
+typedef struct grt_alloc_config {
+  uint64_t max_split_size;          /* bytes; GRT_UNLIMITED (default) or >= 20 MiB */
+  /* roundup_power2_divisions per power-of-two interval: entry i covers sizes in
+     [2^(20+i), 2^(21+i)) (entry 0 also everything below 1 MiB, the last one
+     everything above). 0 or 1 = plain 512-byte rounding (default). */
+  unsigned roundup_power2_divisions[GRT_ROUNDUP_INTERVALS];
+  double garbage_collection_threshold; /* 0 = off; else in (0, 1), needs memory_fraction */
+  double memory_fraction;              /* 0 = no limit; else share of device capacity usable */
+  int expandable_segments;             /* 0/1 */
+  grt_cross_stream_policy cross_stream;
+  const grt_stream_ops *stream_ops; /* NULL: recorded events complete at the next malloc */
+} grt_alloc_config;
+
+/* Defaults = PyTorch's defaults. */
+GRT_API void grt_alloc_config_default(grt_alloc_config *cfg);
+
+/* Parses a PyTorch-style configuration string into cfg, e.g.
+ * "max_split_size_mb:64,roundup_power2_divisions:[256:1,512:2,>:4],expandable_segments:True".
+ * Keys: max_split_size_mb, roundup_power2_divisions (a number or a [MB:div,...,>:div] list),
+ * garbage_collection_threshold, expandable_segments, cross_stream (never|with_event).
+ * On error returns GRT_ERR_PARSE, writes a reason into err (if non-NULL) and leaves cfg unchanged. */
+GRT_API grt_status grt_alloc_config_parse(grt_alloc_config *cfg, const char *text, char *err, size_t err_size);
+
+/* Applies the GRT_ALLOC_CONF environment variable (if set) over cfg. */
+GRT_API grt_status grt_alloc_config_from_env(grt_alloc_config *cfg, char *err, size_t err_size);
+
+/* PyTorch's round_size(): the block size a request of `size` bytes occupies. */
+GRT_API uint64_t grt_alloc_round_size(const grt_alloc_config *cfg, uint64_t size);
+/* PyTorch's get_allocation_size(): the segment size for a rounded request. */
+GRT_API uint64_t grt_alloc_segment_size(uint64_t rounded_size);
+
+/* Creates an allocator of the named policy ("caching", "naive", ...) over dev
+ * (borrowed: it must outlive the allocator). cfg may be NULL for defaults. */
+GRT_API grt_status grt_alloc_create(const char *policy, grt_device *dev, const grt_alloc_config *cfg,
+                                    grt_allocator **out);
+
+/* Returns every segment to the device and frees the allocator. Blocks still
+ * allocated become invalid (like process exit). destroy(NULL) is a no-op. */
+GRT_API grt_status grt_alloc_destroy(grt_allocator *a);
+
+/* Allocates size bytes for use on stream. GRT_ERR_SIZE for 0 or absurd sizes;
+ * GRT_ERR_OOM when the device cannot supply it even after freeing the cache
+ * (grt_alloc_last_error then holds PyTorch's explanation). */
+GRT_API grt_status grt_alloc_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out);
+
+/* Frees a block returned by grt_alloc_malloc. GRT_ERR_DOUBLE_FREE,
+ * GRT_ERR_INTERIOR_POINTER or GRT_ERR_UNKNOWN_POINTER on bad input (nothing changes). */
+GRT_API grt_status grt_alloc_free(grt_allocator *a, grt_devptr ptr);
+
+/* Marks the block as used by stream too: its free is deferred until work
+ * issued to that stream before the free has completed. */
+GRT_API grt_status grt_alloc_record_stream(grt_allocator *a, grt_devptr ptr, grt_stream_id stream);
+
+/* Synchronizes outstanding events, then returns every whole unsplit free segment to the device. */
+GRT_API grt_status grt_alloc_empty_cache(grt_allocator *a);
+
+/* Size of the live block at ptr (rounded) and what was requested. */
+GRT_API grt_status grt_alloc_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size, uint64_t *requested);
+
+/* The policy name given at creation. */
+GRT_API const char *grt_alloc_policy(const grt_allocator *a);
+
+/* The message of the last failed call on this allocator ("" if none). The
+ * pointer stays valid until the next call on the allocator. */
+GRT_API const char *grt_alloc_last_error(const grt_allocator *a);
+
+/* ---- statistics: torch.cuda.memory_stats() ---- */
+
+typedef struct grt_stat {
+  int64_t current, peak, allocated, freed;
+} grt_stat;
+
+enum { GRT_STAT_ALL = 0, GRT_STAT_SMALL_POOL = 1, GRT_STAT_LARGE_POOL = 2, GRT_STAT_TYPES = 3 };
+
+typedef struct grt_alloc_stats {
+  grt_stat allocation[GRT_STAT_TYPES];
+  grt_stat segment[GRT_STAT_TYPES];
+  grt_stat active[GRT_STAT_TYPES];
+  grt_stat inactive_split[GRT_STAT_TYPES];
+  grt_stat allocated_bytes[GRT_STAT_TYPES];
+  grt_stat reserved_bytes[GRT_STAT_TYPES];
+  grt_stat active_bytes[GRT_STAT_TYPES];
+  grt_stat inactive_split_bytes[GRT_STAT_TYPES];
+  grt_stat requested_bytes[GRT_STAT_TYPES];
+  grt_stat oversize_allocations;
+  grt_stat oversize_segments;
+  uint64_t num_alloc_retries;
+  uint64_t num_ooms;
+  uint64_t num_sync_all_streams;
+  uint64_t num_device_alloc;
+  uint64_t num_device_free;
+  int64_t max_split_size; /* -1 when unlimited */
+  /* gpurt additions (PyTorch exports none of these) */
+  uint64_t cached_bytes;       /* reserved - allocated: held by the cache */
+  uint64_t largest_free_block; /* largest free block inside reserved segments */
+  uint64_t num_cache_hits;     /* mallocs served without a device malloc */
+  uint64_t cross_stream_syncs; /* event edges added by cross-stream reuse */
+  uint64_t pending_free_blocks; /* frees waiting on stream events */
+} grt_alloc_stats;
+
+GRT_API grt_status grt_alloc_get_stats(grt_allocator *a, grt_alloc_stats *out);
+/* torch.cuda.reset_peak_memory_stats(): peaks := current. */
+GRT_API grt_status grt_alloc_reset_peak_stats(grt_allocator *a);
+
+/* ---- snapshot: torch.cuda.memory_snapshot() segments ---- */
+
+typedef enum grt_block_state {
+  GRT_BLOCK_ACTIVE_ALLOCATED = 0,    /* "active_allocated" */
+  GRT_BLOCK_ACTIVE_PENDING_FREE = 1, /* "active_pending_free": freed, waiting on stream events */
+  GRT_BLOCK_INACTIVE = 2,            /* "inactive": free in the cache */
+} grt_block_state;
+
+/* "active_allocated", "active_pending_free" or "inactive". */
+GRT_API const char *grt_block_state_name(grt_block_state s);
+
+typedef struct grt_snapshot_block {
+  grt_devptr address;
+  uint64_t size;
+  uint64_t requested_size;
+  grt_block_state state;
+} grt_snapshot_block;
+
+typedef struct grt_snapshot_segment {
+  grt_devptr address;
+  uint64_t total_size, allocated_size, active_size, requested_size;
+  grt_stream_id stream;
+  int is_large;      /* segment_type: 0 "small", 1 "large" */
+  int is_expandable;
+  size_t n_blocks;
+  grt_snapshot_block *blocks; /* tile the segment in address order */
+} grt_snapshot_segment;
+
+typedef struct grt_alloc_snapshot {
+  size_t n_segments;
+  grt_snapshot_segment *segments; /* in address order */
+} grt_alloc_snapshot;
+
+GRT_API grt_status grt_alloc_snapshot_take(grt_allocator *a, grt_alloc_snapshot **out);
+GRT_API void grt_alloc_snapshot_free(grt_alloc_snapshot *snap);
+
+/* Structure walker: checks that blocks tile their segments, no two live blocks
+ * overlap, free blocks are indexed exactly once and the statistics equal a
+ * recount. GRT_OK, or GRT_ERR_INTERNAL with the first violation in msg. */
+GRT_API grt_status grt_alloc_check(grt_allocator *a, char *msg, size_t msg_size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPURT_ALLOC_H */

@@ -1,0 +1,179 @@
+/* allocator.c — the public allocator functions: validation, locking, the
+ * policy registry and the last-error text, around a policy's ops. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/allocator_impl.h"
+
+static const grt__alloc_ops *const policies[] = {&grt__caching_ops, &grt__naive_ops};
+
+void grt__alloc_set_error(grt_allocator *a, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(a->last_error, sizeof a->last_error, fmt, ap);
+  va_end(ap);
+}
+
+static grt_status validate_config(const grt_alloc_config *c) {
+  if (c->max_split_size != GRT_UNLIMITED && c->max_split_size <= GRT_LARGE_BUFFER) return GRT_ERR_INVALID_ARG;
+  if (c->garbage_collection_threshold < 0.0 || c->garbage_collection_threshold >= 1.0) return GRT_ERR_INVALID_ARG;
+  if (c->memory_fraction < 0.0 || c->memory_fraction > 1.0) return GRT_ERR_INVALID_ARG;
+  if (c->cross_stream != GRT_CROSS_STREAM_NEVER && c->cross_stream != GRT_CROSS_STREAM_WITH_EVENT)
+    return GRT_ERR_INVALID_ARG;
+  for (int i = 0; i < GRT_ROUNDUP_INTERVALS; i++) {
+    unsigned d = c->roundup_power2_divisions[i];
+    if (d & (d - 1)) return GRT_ERR_INVALID_ARG;
+  }
+  const grt_stream_ops *so = c->stream_ops;
+  if (so && (!so->record_event || !so->event_query || !so->event_synchronize)) return GRT_ERR_INVALID_ARG;
+  return GRT_OK;
+}
+
+grt_status grt_alloc_create(const char *policy, grt_device *dev, const grt_alloc_config *cfg, grt_allocator **out) {
+  if (!out) return GRT_ERR_INVALID_ARG;
+  *out = NULL;
+  if (!policy || !dev) return GRT_ERR_INVALID_ARG;
+  const grt__alloc_ops *ops = NULL;
+  for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++)
+    if (!strcmp(policies[i]->name, policy)) ops = policies[i];
+  if (!ops) return GRT_ERR_NOT_FOUND;
+  grt_allocator *a = calloc(1, sizeof *a);
+  if (!a) return GRT_ERR_NOMEM;
+  if (cfg)
+    a->cfg = *cfg;
+  else
+    grt_alloc_config_default(&a->cfg);
+  grt_status st = validate_config(&a->cfg);
+  if (st) {
+    free(a);
+    return st;
+  }
+  a->ops = ops;
+  a->dev = dev;
+  a->stats.max_split_size = a->cfg.max_split_size == GRT_UNLIMITED ? -1 : (int64_t)a->cfg.max_split_size;
+  st = ops->create(a);
+  if (st) {
+    free(a);
+    return st;
+  }
+  pthread_mutex_init(&a->lock, NULL);
+  *out = a;
+  return GRT_OK;
+}
+
+grt_status grt_alloc_destroy(grt_allocator *a) {
+  if (!a) return GRT_OK;
+  a->ops->destroy(a);
+  pthread_mutex_destroy(&a->lock);
+  free(a);
+  return GRT_OK;
+}
+
+/* Runs op under the lock and records its status in last_error when it fails
+ * without having written a message of its own. */
+#define LOCKED_CALL(a, expr)                                                    \
+  do {                                                                          \
+    pthread_mutex_lock(&(a)->lock);                                             \
+    (a)->last_error[0] = 0;                                                     \
+    grt_status st_ = (expr);                                                    \
+    if (st_ && !(a)->last_error[0])                                             \
+      snprintf((a)->last_error, sizeof (a)->last_error, "%s", grt_status_str(st_)); \
+    pthread_mutex_unlock(&(a)->lock);                                           \
+    return st_;                                                                 \
+  } while (0)
+
+grt_status grt_alloc_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out) {
+  if (!a || !out) return GRT_ERR_INVALID_ARG;
+  if (size == 0 || size > GRT__MAX_REQUEST) return GRT_ERR_SIZE;
+  LOCKED_CALL(a, a->ops->malloc(a, size, stream, out));
+}
+
+grt_status grt_alloc_free(grt_allocator *a, grt_devptr ptr) {
+  if (!a) return GRT_ERR_INVALID_ARG;
+  LOCKED_CALL(a, a->ops->free(a, ptr));
+}
+
+grt_status grt_alloc_record_stream(grt_allocator *a, grt_devptr ptr, grt_stream_id stream) {
+  if (!a) return GRT_ERR_INVALID_ARG;
+  LOCKED_CALL(a, a->ops->record_stream(a, ptr, stream));
+}
+
+grt_status grt_alloc_empty_cache(grt_allocator *a) {
+  if (!a) return GRT_ERR_INVALID_ARG;
+  LOCKED_CALL(a, a->ops->empty_cache(a));
+}
+
+grt_status grt_alloc_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size, uint64_t *requested) {
+  if (!a || !size || !requested) return GRT_ERR_INVALID_ARG;
+  LOCKED_CALL(a, a->ops->block_info(a, ptr, size, requested));
+}
+
+const char *grt_alloc_policy(const grt_allocator *a) { return a ? a->ops->name : ""; }
+
+const char *grt_alloc_last_error(const grt_allocator *a) { return a ? a->last_error : ""; }
+
+grt_status grt_alloc_get_stats(grt_allocator *a, grt_alloc_stats *out) {
+  if (!a || !out) return GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&a->lock);
+  *out = a->stats;
+  a->ops->stats(a, out);
+  out->cached_bytes = (uint64_t)(out->reserved_bytes[GRT_STAT_ALL].current - out->allocated_bytes[GRT_STAT_ALL].current);
+  pthread_mutex_unlock(&a->lock);
+  return GRT_OK;
+}
+
+grt_status grt_alloc_reset_peak_stats(grt_allocator *a) {
+  if (!a) return GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&a->lock);
+  grt__stats_reset_peaks(&a->stats);
+  pthread_mutex_unlock(&a->lock);
+  return GRT_OK;
+}
+
+const char *grt_block_state_name(grt_block_state s) {
+  switch (s) {
+    case GRT_BLOCK_ACTIVE_ALLOCATED: return "active_allocated";
+    case GRT_BLOCK_ACTIVE_PENDING_FREE: return "active_pending_free";
+    case GRT_BLOCK_INACTIVE: return "inactive";
+  }
+  return "unknown";
+}
+
+grt_status grt_alloc_snapshot_take(grt_allocator *a, grt_alloc_snapshot **out) {
+  if (!a || !out) return GRT_ERR_INVALID_ARG;
+  *out = NULL;
+  grt_alloc_snapshot *snap = calloc(1, sizeof *snap);
+  if (!snap) return GRT_ERR_NOMEM;
+  pthread_mutex_lock(&a->lock);
+  grt_status st = a->ops->snapshot(a, snap);
+  pthread_mutex_unlock(&a->lock);
+  if (st) {
+    grt_alloc_snapshot_free(snap);
+    return st;
+  }
+  *out = snap;
+  return GRT_OK;
+}
+
+void grt_alloc_snapshot_free(grt_alloc_snapshot *snap) {
+  if (!snap) return;
+  for (size_t i = 0; i < snap->n_segments; i++) free(snap->segments[i].blocks);
+  free(snap->segments);
+  free(snap);
+}
+
+grt_status grt_alloc_check(grt_allocator *a, char *msg, size_t msg_size) {
+  if (!a) return GRT_ERR_INVALID_ARG;
+  char local[8];
+  if (!msg || !msg_size) {
+    msg = local;
+    msg_size = sizeof local;
+  }
+  msg[0] = 0;
+  pthread_mutex_lock(&a->lock);
+  grt_status st = a->ops->check(a, msg, msg_size);
+  pthread_mutex_unlock(&a->lock);
+  return st;
+}

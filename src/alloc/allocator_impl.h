@@ -1,0 +1,63 @@
+/* allocator_impl.h — the contract every allocator policy implements (internal).
+ *
+ * allocator.c owns the public functions: argument validation, the mutex, the
+ * last-error text; a policy implements the ops below, called with the mutex
+ * held. An op that fails must leave the allocator unchanged (except counters
+ * PyTorch itself bumps on failure, such as num_ooms).
+ */
+#ifndef GRT_ALLOC_IMPL_H
+#define GRT_ALLOC_IMPL_H
+
+#include <pthread.h>
+
+#include "gpurt/alloc.h"
+
+typedef struct grt__alloc_ops {
+  const char *name;
+  grt_status (*create)(grt_allocator *a);
+  void (*destroy)(grt_allocator *a);
+  grt_status (*malloc)(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out);
+  grt_status (*free)(grt_allocator *a, grt_devptr ptr);
+  grt_status (*record_stream)(grt_allocator *a, grt_devptr ptr, grt_stream_id stream);
+  grt_status (*empty_cache)(grt_allocator *a);
+  grt_status (*block_info)(grt_allocator *a, grt_devptr ptr, uint64_t *size, uint64_t *requested);
+  /* Fills the fields not kept in a->stats (largest_free_block, pending_free_blocks...). */
+  void (*stats)(grt_allocator *a, grt_alloc_stats *out);
+  grt_status (*snapshot)(grt_allocator *a, grt_alloc_snapshot *out);
+  grt_status (*check)(grt_allocator *a, char *msg, size_t msg_size);
+} grt__alloc_ops;
+
+struct grt_allocator {
+  pthread_mutex_t lock; /* guards everything below and the policy's state */
+  const grt__alloc_ops *ops;
+  grt_device *dev;
+  grt_alloc_config cfg;
+  grt_alloc_stats stats; /* PyTorch's counters, kept by the policy */
+  char last_error[512];
+  void *impl;
+};
+
+/* Registered policies (one file each). */
+extern const grt__alloc_ops grt__naive_ops;
+extern const grt__alloc_ops grt__caching_ops;
+
+/* Writes a printf-style message into a->last_error. */
+void grt__alloc_set_error(grt_allocator *a, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---- stats helpers (stats.c): PyTorch's update_stat over the selected types ---- */
+void grt__stat_update(grt_stat *s, int64_t amount);
+/* Updates stat[ALL] and stat[pool] (pool = GRT_STAT_SMALL_POOL or GRT_STAT_LARGE_POOL). */
+void grt__stat_update2(grt_stat *arr, int pool, int64_t amount);
+void grt__stats_reset_peaks(grt_alloc_stats *st);
+
+/* The snapshot's segment totals, from its blocks. */
+void grt__snapshot_segment_totals(grt_snapshot_segment *seg);
+
+/* Largest size such that every later sum stays far from overflow: requests above are GRT_ERR_SIZE. */
+#define GRT__MAX_REQUEST ((uint64_t)1 << 56)
+
+#endif

@@ -1,0 +1,396 @@
+/* caching.c — the caching allocator's malloc path, in PyTorch's order:
+ *
+ *   1. process completed events of deferred frees;
+ *   2. round the size, pick the pool, compute the segment size;
+ *   3. best fit in the pool's bins for this stream (PyTorch never reuses another
+ *      stream's block; the with_event policy may, counting an event edge);
+ *   4. none: garbage-collect (if configured), device malloc; else release
+ *      oversize cached blocks (if max_split_size is set) and malloc again; else
+ *      release every cached segment and malloc once more (num_alloc_retries);
+ *   5. still none: OOM (num_ooms) with "allocated vs reserved" in the message;
+ *   6. split the block if the rule says so (allocation at the front), mark it
+ *      allocated.
+ * Free, merge, events and release are in caching_free.c; snapshot and the
+ * structure walker in caching_inspect.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/caching.h"
+
+/* ---- block structs ---- */
+
+cblock *grt__cblock_new(caching *c) {
+  cblock *b = c->spare;
+  if (b)
+    c->spare = b->next;
+  else if (!(b = malloc(sizeof *b)))
+    return NULL;
+  memset(b, 0, sizeof *b);
+  return b;
+}
+
+void grt__cblock_release(caching *c, cblock *b) {
+  free(b->uses);
+  b->uses = NULL;
+  b->next = c->spare;
+  c->spare = b;
+}
+
+/* ---- pools: one bins set per stream ---- */
+
+grt__bins *grt__pool_bins(cpool *p, grt_stream_id stream, int create) {
+  grt__bins *b = grt__u64map_get(&p->bins, stream);
+  if (b || !create) return b;
+  if (p->n_streams == p->cap_streams) {
+    size_t cap = p->cap_streams ? p->cap_streams * 2 : 4;
+    grt_stream_id *s = realloc(p->streams, cap * sizeof *s);
+    if (!s) return NULL;
+    p->streams = s;
+    p->cap_streams = cap;
+  }
+  if (grt__bins_create(&b)) return NULL;
+  if (!grt__u64map_put(&p->bins, stream, b)) {
+    grt__bins_destroy(b);
+    return NULL;
+  }
+  size_t i = p->n_streams;
+  while (i > 0 && p->streams[i - 1] > stream) {
+    p->streams[i] = p->streams[i - 1];
+    i--;
+  }
+  p->streams[i] = stream;
+  p->n_streams++;
+  return b;
+}
+
+grt_status grt__pool_insert(cpool *p, cblock *b) {
+  grt__bins *bins = grt__pool_bins(p, b->stream, 1);
+  if (!bins) return GRT_ERR_NOMEM;
+  b->gc_base = p->get_free_calls;
+  return grt__bins_insert(bins, b->size, b->ptr, b);
+}
+
+void grt__pool_erase(cpool *p, cblock *b) {
+  grt__bins *bins = grt__pool_bins(p, b->stream, 0);
+  int found = bins && grt__bins_erase(bins, b->size, b->ptr);
+  (void)found;
+}
+
+static void pool_init(cpool *p, int stat_type) {
+  memset(p, 0, sizeof *p);
+  p->stat_type = stat_type;
+  grt__u64map_init(&p->bins);
+}
+
+static void pool_free(cpool *p) {
+  for (size_t i = 0; i < p->n_streams; i++) grt__bins_destroy(grt__u64map_get(&p->bins, p->streams[i]));
+  grt__u64map_free(&p->bins);
+  free(p->streams);
+}
+
+/* ---- segments, sorted by base address ---- */
+
+static size_t seg_lower(const caching *c, grt_devptr addr) {
+  size_t lo = 0, hi = c->n_segs;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (c->segs[mid]->base < addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+grt_status grt__seg_insert(caching *c, cseg *s) {
+  if (c->n_segs == c->cap_segs) {
+    size_t cap = c->cap_segs ? c->cap_segs * 2 : 16;
+    cseg **n = realloc(c->segs, cap * sizeof *n);
+    if (!n) return GRT_ERR_NOMEM;
+    c->segs = n;
+    c->cap_segs = cap;
+  }
+  size_t i = seg_lower(c, s->base);
+  memmove(&c->segs[i + 1], &c->segs[i], (c->n_segs - i) * sizeof *c->segs);
+  c->segs[i] = s;
+  c->n_segs++;
+  return GRT_OK;
+}
+
+void grt__seg_remove(caching *c, cseg *s) {
+  size_t i = seg_lower(c, s->base);
+  if (i < c->n_segs && c->segs[i] == s) {
+    memmove(&c->segs[i], &c->segs[i + 1], (c->n_segs - i - 1) * sizeof *c->segs);
+    c->n_segs--;
+  }
+}
+
+cseg *grt__seg_find(const caching *c, grt_devptr addr) {
+  size_t i = seg_lower(c, addr + 1); /* first segment with base > addr */
+  if (i == 0) return NULL;
+  cseg *s = c->segs[i - 1];
+  return addr < s->base + s->size ? s : NULL;
+}
+
+/* ---- create / destroy ---- */
+
+static grt_status caching_create(grt_allocator *a) {
+  if (a->cfg.expandable_segments) return GRT_ERR_UNSUPPORTED; /* not in this build yet */
+  caching *c = calloc(1, sizeof *c);
+  if (!c) return GRT_ERR_NOMEM;
+  pool_init(&c->small, GRT_STAT_SMALL_POOL);
+  pool_init(&c->large, GRT_STAT_LARGE_POOL);
+  grt__u64map_init(&c->active);
+  c->allowed_memory = UINT64_MAX;
+  if (a->cfg.memory_fraction > 0.0) {
+    grt_device_stats ds;
+    grt_device_get_stats(a->dev, &ds);
+    c->allowed_memory = (uint64_t)(a->cfg.memory_fraction * (double)ds.capacity);
+  }
+  a->impl = c;
+  return GRT_OK;
+}
+
+static void caching_destroy(grt_allocator *a) {
+  caching *c = a->impl;
+  for (size_t i = 0; i < c->n_events; i++)
+    if (a->cfg.stream_ops && a->cfg.stream_ops->event_destroy)
+      a->cfg.stream_ops->event_destroy(a->cfg.stream_ops->ctx, c->events[i].event);
+  for (size_t i = 0; i < c->n_segs; i++) {
+    cseg *s = c->segs[i];
+    grt_device_free(a->dev, s->base);
+    for (cblock *b = s->head, *n; b; b = n) {
+      n = b->next;
+      free(b->uses);
+      free(b);
+    }
+    free(s);
+  }
+  while (c->spare) {
+    cblock *n = c->spare->next;
+    free(c->spare);
+    c->spare = n;
+  }
+  pool_free(&c->small);
+  pool_free(&c->large);
+  grt__u64map_free(&c->active);
+  free(c->segs);
+  free(c->events);
+  free(c);
+}
+
+/* ---- the malloc path ---- */
+
+typedef struct params {
+  uint64_t size;       /* rounded */
+  uint64_t requested;  /* what the caller asked for */
+  uint64_t alloc_size; /* segment size if a device malloc is needed */
+  grt_stream_id stream;
+  cpool *pool;
+} params;
+
+/* PyTorch's max_split_size rules for taking a cached block of size bsize. */
+static int oversize_refused(const grt_allocator *a, uint64_t size, uint64_t bsize) {
+  uint64_t mss = a->cfg.max_split_size;
+  if (size < mss && bsize >= mss) return 1;                        /* small request, oversize block */
+  if (size >= mss && bsize >= size + GRT_LARGE_BUFFER) return 1;   /* too much waste */
+  return 0;
+}
+
+static cblock *get_free_block(grt_allocator *a, const params *p) {
+  if (a->cfg.garbage_collection_threshold > 0.0 && a->cfg.memory_fraction > 0.0) p->pool->get_free_calls++;
+  grt__bins *bins = grt__pool_bins(p->pool, p->stream, 0);
+  grt__bin_entry e;
+  if (!bins || !grt__bins_lower_bound(bins, p->size, 0, &e)) return NULL;
+  if (oversize_refused(a, p->size, e.size)) return NULL;
+  grt__bins_erase(bins, e.size, e.addr);
+  return e.value;
+}
+
+/* with_event policy: the best fit among other streams' cached blocks. */
+static cblock *get_cross_stream_block(grt_allocator *a, const params *p) {
+  cblock *best = NULL;
+  cpool *pool = p->pool;
+  for (size_t i = 0; i < pool->n_streams; i++) {
+    if (pool->streams[i] == p->stream) continue;
+    grt__bin_entry e;
+    if (!grt__bins_lower_bound(grt__u64map_get(&pool->bins, pool->streams[i]), p->size, 0, &e)) continue;
+    if (oversize_refused(a, p->size, e.size)) continue;
+    cblock *b = e.value;
+    if (!best || b->size < best->size || (b->size == best->size && b->ptr < best->ptr)) best = b;
+  }
+  if (best) grt__pool_erase(pool, best);
+  return best;
+}
+
+/* cudaMalloc of a new segment; NULL when the device (or the memory fraction) says no. */
+static cblock *alloc_block(grt_allocator *a, const params *p, int is_retry) {
+  caching *c = a->impl;
+  if (is_retry) a->stats.num_alloc_retries++;
+  uint64_t size = p->alloc_size;
+  if (c->allowed_memory != UINT64_MAX && c->total_allocated_memory + size > c->allowed_memory) {
+    c->last_device_status = GRT_ERR_OOM;
+    return NULL;
+  }
+  cseg *s = calloc(1, sizeof *s);
+  cblock *b = grt__cblock_new(c);
+  grt_devptr ptr = 0;
+  grt_status st = (s && b) ? grt_device_malloc(a->dev, size, &ptr) : GRT_ERR_NOMEM;
+  if (st == GRT_OK) {
+    *s = (cseg){ptr, size, p->pool, p->stream, b};
+    if (grt__seg_insert(c, s) != GRT_OK) {
+      grt_device_free(a->dev, ptr);
+      st = GRT_ERR_NOMEM;
+    }
+  }
+  if (st) {
+    free(s);
+    if (b) grt__cblock_release(c, b);
+    c->last_device_status = st;
+    return NULL;
+  }
+  b->ptr = ptr;
+  b->size = size;
+  b->stream = p->stream;
+  b->pool = p->pool;
+  b->seg = s;
+  c->total_allocated_memory += size;
+  grt__stat_update2(a->stats.segment, p->pool->stat_type, 1);
+  grt__stat_update2(a->stats.reserved_bytes, p->pool->stat_type, (int64_t)size);
+  if (size >= a->cfg.max_split_size) grt__stat_update(&a->stats.oversize_segments, 1);
+  a->stats.num_device_alloc++;
+  return b;
+}
+
+static int should_split(const grt_allocator *a, const cblock *b, uint64_t size) {
+  uint64_t remaining = b->size - size;
+  if (b->pool->stat_type == GRT_STAT_SMALL_POOL) return remaining >= GRT_MIN_BLOCK_SIZE;
+  return size < a->cfg.max_split_size && remaining > GRT_SMALL_SIZE;
+}
+
+/* Splits if the rule says so and marks the (front) block allocated. */
+static grt_status alloc_found_block(grt_allocator *a, cblock *block, const params *p, grt_devptr *out) {
+  caching *c = a->impl;
+  int pool = p->pool->stat_type;
+  int already_split = cblock_is_split(block);
+  int split = should_split(a, block, p->size);
+  cblock *front = split ? grt__cblock_new(c) : block;
+  /* The block's address is the allocation's address either way: register it
+     first so a host-memory failure leaves nothing half-done. */
+  if (!front || !grt__u64map_put(&c->active, block->ptr, front)) {
+    if (split && front) grt__cblock_release(c, front);
+    return GRT_ERR_NOMEM;
+  }
+  if (split) {
+    *front = (cblock){.ptr = block->ptr, .size = p->size, .stream = p->stream, .pool = block->pool,
+                      .seg = block->seg, .prev = block->prev, .next = block};
+    cblock *remaining = block;
+    if (front->prev)
+      front->prev->next = front;
+    else
+      front->seg->head = front;
+    remaining->prev = front;
+    remaining->ptr += p->size;
+    remaining->size -= p->size;
+    if (grt__pool_insert(remaining->pool, remaining) != GRT_OK) {
+      remaining->ptr -= p->size; /* undo the split */
+      remaining->size += p->size;
+      remaining->prev = front->prev;
+      if (front->prev)
+        front->prev->next = remaining;
+      else
+        remaining->seg->head = remaining;
+      grt__u64map_del(&c->active, remaining->ptr);
+      grt__cblock_release(c, front);
+      return GRT_ERR_NOMEM;
+    }
+    if (already_split) {
+      grt__stat_update2(a->stats.inactive_split_bytes, pool, -(int64_t)front->size);
+    } else {
+      grt__stat_update2(a->stats.inactive_split_bytes, pool, (int64_t)remaining->size);
+      grt__stat_update2(a->stats.inactive_split, pool, 1);
+    }
+    block = front;
+  } else if (already_split) {
+    grt__stat_update2(a->stats.inactive_split_bytes, pool, -(int64_t)block->size);
+    grt__stat_update2(a->stats.inactive_split, pool, -1);
+  }
+  block->allocated = 1;
+  block->stream = p->stream;
+  block->requested_size = p->requested;
+  grt__stat_update2(a->stats.allocation, pool, 1);
+  grt__stat_update2(a->stats.allocated_bytes, pool, (int64_t)block->size);
+  grt__stat_update2(a->stats.active, pool, 1);
+  grt__stat_update2(a->stats.active_bytes, pool, (int64_t)block->size);
+  grt__stat_update2(a->stats.requested_bytes, pool, (int64_t)block->requested_size);
+  if (block->size >= a->cfg.max_split_size) grt__stat_update(&a->stats.oversize_allocations, 1);
+  *out = block->ptr;
+  return GRT_OK;
+}
+
+static void set_oom_message(grt_allocator *a, const params *p) {
+  caching *c = a->impl;
+  grt_device_stats ds;
+  grt_device_get_stats(a->dev, &ds);
+  uint64_t allocated = (uint64_t)a->stats.allocated_bytes[GRT_STAT_ALL].current;
+  uint64_t reserved = (uint64_t)a->stats.reserved_bytes[GRT_STAT_ALL].current;
+  char want[32], cap[32], fr[32], al[32], un[32];
+  grt__alloc_set_error(a,
+                       "out of memory: tried to allocate %s; the device has a total capacity of %s of which %s is "
+                       "free%s. Of the memory in use, %s is allocated and %s is reserved but unallocated",
+                       grt_format_bytes(p->requested, want, sizeof want), grt_format_bytes(ds.capacity, cap, sizeof cap),
+                       grt_format_bytes(ds.free_bytes, fr, sizeof fr),
+                       c->last_device_status == GRT_ERR_FAULT_INJECTED ? " (device malloc failed by fault injection)" : "",
+                       grt_format_bytes(allocated, al, sizeof al), grt_format_bytes(reserved - allocated, un, sizeof un));
+}
+
+static grt_status caching_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out) {
+  caching *c = a->impl;
+  grt__caching_process_events(a);
+  params p;
+  p.requested = size;
+  p.size = grt_alloc_round_size(&a->cfg, size);
+  p.pool = p.size <= GRT_SMALL_SIZE ? &c->small : &c->large;
+  p.alloc_size = grt_alloc_segment_size(p.size);
+  p.stream = stream;
+  cblock *block = get_free_block(a, &p);
+  if (!block && a->cfg.cross_stream == GRT_CROSS_STREAM_WITH_EVENT && (block = get_cross_stream_block(a, &p)))
+    a->stats.cross_stream_syncs++;
+  if (block) {
+    a->stats.num_cache_hits++;
+  } else {
+    if (a->cfg.garbage_collection_threshold > 0.0 && c->allowed_memory != UINT64_MAX) grt__caching_garbage_collect(a);
+    block = alloc_block(a, &p, 0);
+    if (!block && grt__caching_release_available(a, p.pool, p.stream, p.size)) block = alloc_block(a, &p, 0);
+    if (!block) {
+      grt__caching_release_cached(a);
+      block = alloc_block(a, &p, 1);
+    }
+    if (!block) {
+      grt_status st = c->last_device_status == GRT_ERR_NOMEM ? GRT_ERR_NOMEM : GRT_ERR_OOM;
+      if (st == GRT_ERR_OOM) {
+        a->stats.num_ooms++;
+        set_oom_message(a, &p);
+      }
+      return st;
+    }
+  }
+  grt_status st = alloc_found_block(a, block, &p, out);
+  if (st) grt__pool_insert(block->pool, block); /* host OOM: the block goes back to the cache */
+  return st;
+}
+
+const grt__alloc_ops grt__caching_ops = {
+    .name = "caching",
+    .create = caching_create,
+    .destroy = caching_destroy,
+    .malloc = caching_malloc,
+    .free = grt__caching_free,
+    .record_stream = grt__caching_record_stream,
+    .empty_cache = grt__caching_empty_cache,
+    .block_info = grt__caching_block_info,
+    .stats = grt__caching_stats,
+    .snapshot = grt__caching_snapshot,
+    .check = grt__caching_check,
+};

@@ -1,0 +1,109 @@
+/* caching.h — PyTorch's CUDA caching allocator: shared internals (internal).
+ *
+ * Memory comes from the device in segments; a segment is tiled by blocks in
+ * address order (prev/next). A block is allocated, pending (freed but waiting
+ * for events on streams that used it), or free; free blocks live in their
+ * pool's bins for their stream, keyed (size, address). Two pools: small
+ * (blocks <= 1 MiB, 2 MiB segments) and large.
+ *
+ * Invariants (grt_alloc_check walks them): blocks tile their segment; a free
+ * block is in exactly one bins set and never next to another free block; live
+ * and pending blocks are in `active`; stats equal a recount.
+ */
+#ifndef GRT_ALLOC_CACHING_H
+#define GRT_ALLOC_CACHING_H
+
+#include "alloc/allocator_impl.h"
+#include "alloc/bins.h"
+#include "base/u64map.h"
+
+typedef struct cpool cpool;
+typedef struct cseg cseg;
+typedef struct cblock cblock;
+
+struct cpool {
+  int stat_type;             /* GRT_STAT_SMALL_POOL or GRT_STAT_LARGE_POOL */
+  grt__u64map bins;          /* stream -> grt__bins* of free blocks */
+  grt_stream_id *streams;    /* streams having a bins set, ascending */
+  size_t n_streams, cap_streams;
+  uint64_t get_free_calls;   /* garbage collection's clock */
+};
+
+struct cseg {
+  grt_devptr base;
+  uint64_t size;
+  cpool *pool;
+  grt_stream_id stream; /* the stream that caused the device malloc */
+  cblock *head;
+};
+
+struct cblock {
+  grt_devptr ptr;
+  uint64_t size;
+  uint64_t requested_size;
+  grt_stream_id stream;
+  cpool *pool;
+  cseg *seg;
+  cblock *prev, *next; /* neighbours in the segment */
+  int allocated;
+  int event_count;       /* events still pending before the block is free */
+  grt_stream_id *uses;   /* record_stream set */
+  uint32_t n_uses, cap_uses;
+  uint64_t gc_base;      /* pool->get_free_calls when the block became free */
+};
+
+typedef struct pending_event {
+  grt_stream_id stream;
+  uint64_t event;
+  cblock *block;
+} pending_event;
+
+typedef struct caching {
+  cpool small, large;
+  grt__u64map active;  /* address -> cblock, allocated or pending */
+  cseg **segs;         /* sorted by base */
+  size_t n_segs, cap_segs;
+  pending_event *events; /* in record order */
+  size_t n_events, cap_events;
+  uint64_t total_allocated_memory; /* bytes obtained from the device */
+  size_t n_pending_blocks;         /* freed blocks waiting on events */
+  uint64_t allowed_memory;         /* memory_fraction limit, or UINT64_MAX */
+  cblock *spare;       /* free list of block structs */
+  grt_status last_device_status;
+} caching;
+
+static inline int cblock_is_split(const cblock *b) { return b->prev || b->next; }
+static inline int cblock_is_free(const cblock *b) { return !b->allocated && b->event_count == 0 && b->n_uses == 0; }
+
+/* caching.c */
+cblock *grt__cblock_new(caching *c);
+void grt__cblock_release(caching *c, cblock *b);
+grt__bins *grt__pool_bins(cpool *p, grt_stream_id stream, int create);
+grt_status grt__pool_insert(cpool *p, cblock *b);
+void grt__pool_erase(cpool *p, cblock *b);
+
+/* caching_free.c */
+grt_status grt__caching_free(grt_allocator *a, grt_devptr ptr);
+void grt__caching_free_block(grt_allocator *a, cblock *b);
+void grt__caching_process_events(grt_allocator *a);
+void grt__caching_sync_events(grt_allocator *a);
+void grt__caching_release_block(grt_allocator *a, cblock *b);
+void grt__caching_release_cached(grt_allocator *a);
+int grt__caching_release_available(grt_allocator *a, cpool *pool, grt_stream_id stream, uint64_t size);
+void grt__caching_garbage_collect(grt_allocator *a);
+grt_status grt__caching_record_stream(grt_allocator *a, grt_devptr ptr, grt_stream_id stream);
+grt_status grt__caching_empty_cache(grt_allocator *a);
+
+/* caching_inspect.c */
+grt_status grt__caching_classify(grt_allocator *a, grt_devptr ptr);
+void grt__caching_stats(grt_allocator *a, grt_alloc_stats *out);
+grt_status grt__caching_snapshot(grt_allocator *a, grt_alloc_snapshot *out);
+grt_status grt__caching_check(grt_allocator *a, char *msg, size_t msg_size);
+grt_status grt__caching_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size, uint64_t *requested);
+
+/* Segment list (caching.c). */
+grt_status grt__seg_insert(caching *c, cseg *s);
+void grt__seg_remove(caching *c, cseg *s);
+cseg *grt__seg_find(const caching *c, grt_devptr addr);
+
+#endif

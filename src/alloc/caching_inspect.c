@@ -1,0 +1,194 @@
+/* caching_inspect.c — looking at the caching allocator without changing it:
+ * bad-pointer classification, the extra statistics, the snapshot (PyTorch's
+ * segment/block states) and the structure walker the tests call after every
+ * randomized step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/caching.h"
+
+grt_status grt__caching_classify(grt_allocator *a, grt_devptr ptr) {
+  caching *c = a->impl;
+  cblock *live = grt__u64map_get(&c->active, ptr);
+  if (live) { /* freed, still waiting on stream events */
+    grt__alloc_set_error(a, "double free of 0x%llx: the block is already freed (pending on stream events)",
+                         (unsigned long long)ptr);
+    return GRT_ERR_DOUBLE_FREE;
+  }
+  cseg *s = grt__seg_find(c, ptr);
+  if (!s) {
+    grt__alloc_set_error(a, "0x%llx was not returned by this allocator", (unsigned long long)ptr);
+    return GRT_ERR_UNKNOWN_POINTER;
+  }
+  for (cblock *b = s->head; b; b = b->next) {
+    if (ptr < b->ptr || ptr >= b->ptr + b->size) continue;
+    if (b->allocated || b->event_count) {
+      grt__alloc_set_error(a, "0x%llx points %llu bytes inside the block at 0x%llx", (unsigned long long)ptr,
+                           (unsigned long long)(ptr - b->ptr), (unsigned long long)b->ptr);
+      return GRT_ERR_INTERIOR_POINTER;
+    }
+    grt__alloc_set_error(a, "double free of 0x%llx: the address lies in free cached memory", (unsigned long long)ptr);
+    return GRT_ERR_DOUBLE_FREE;
+  }
+  return GRT_ERR_UNKNOWN_POINTER;
+}
+
+grt_status grt__caching_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size, uint64_t *requested) {
+  caching *c = a->impl;
+  cblock *b = grt__u64map_get(&c->active, ptr);
+  if (!b || !b->allocated) return grt__caching_classify(a, ptr);
+  *size = b->size;
+  *requested = b->requested_size;
+  return GRT_OK;
+}
+
+static uint64_t pool_largest(cpool *p) {
+  uint64_t best = 0;
+  for (size_t i = 0; i < p->n_streams; i++) {
+    grt__bin_entry e;
+    if (grt__bins_last(grt__u64map_get(&p->bins, p->streams[i]), &e) && e.size > best) best = e.size;
+  }
+  return best;
+}
+
+void grt__caching_stats(grt_allocator *a, grt_alloc_stats *out) {
+  caching *c = a->impl;
+  uint64_t s = pool_largest(&c->small), l = pool_largest(&c->large);
+  out->largest_free_block = s > l ? s : l;
+  out->pending_free_blocks = c->n_pending_blocks;
+}
+
+static grt_block_state state_of(const cblock *b) {
+  if (b->allocated) return GRT_BLOCK_ACTIVE_ALLOCATED;
+  return b->event_count ? GRT_BLOCK_ACTIVE_PENDING_FREE : GRT_BLOCK_INACTIVE;
+}
+
+grt_status grt__caching_snapshot(grt_allocator *a, grt_alloc_snapshot *out) {
+  caching *c = a->impl;
+  out->segments = calloc(c->n_segs + 1, sizeof *out->segments);
+  if (!out->segments) return GRT_ERR_NOMEM;
+  for (size_t i = 0; i < c->n_segs; i++) {
+    const cseg *s = c->segs[i];
+    size_t n = 0;
+    for (const cblock *b = s->head; b; b = b->next) n++;
+    grt_snapshot_segment *seg = &out->segments[i];
+    seg->blocks = calloc(n, sizeof *seg->blocks);
+    if (!seg->blocks) return GRT_ERR_NOMEM;
+    out->n_segments = i + 1;
+    seg->address = s->base;
+    seg->stream = s->stream;
+    seg->is_large = s->pool->stat_type == GRT_STAT_LARGE_POOL;
+    seg->n_blocks = n;
+    n = 0;
+    for (const cblock *b = s->head; b; b = b->next)
+      seg->blocks[n++] = (grt_snapshot_block){b->ptr, b->size, b->requested_size, state_of(b)};
+    grt__snapshot_segment_totals(seg);
+  }
+  return GRT_OK;
+}
+
+/* ---- the structure walker ---- */
+
+typedef struct recount {
+  int64_t allocation[GRT_STAT_TYPES], allocated_bytes[GRT_STAT_TYPES];
+  int64_t active[GRT_STAT_TYPES], active_bytes[GRT_STAT_TYPES], requested_bytes[GRT_STAT_TYPES];
+  int64_t segment[GRT_STAT_TYPES], reserved_bytes[GRT_STAT_TYPES];
+  int64_t inactive_split[GRT_STAT_TYPES], inactive_split_bytes[GRT_STAT_TYPES];
+  size_t free_blocks, live_blocks;
+} recount;
+
+static void add(int64_t *arr, int pool, int64_t v) {
+  arr[GRT_STAT_ALL] += v;
+  arr[pool] += v;
+}
+
+#define FAIL(...)                            \
+  do {                                       \
+    snprintf(msg, msg_size, __VA_ARGS__);    \
+    return GRT_ERR_INTERNAL;                 \
+  } while (0)
+
+static grt_status check_block(caching *c, const cseg *s, const cblock *b, recount *r, char *msg, size_t msg_size) {
+  int pool = s->pool->stat_type;
+  if (b->seg != s || b->pool != s->pool) FAIL("block 0x%llx: wrong segment or pool", (unsigned long long)b->ptr);
+  if (b->next && b->next->prev != b) FAIL("block 0x%llx: broken next/prev links", (unsigned long long)b->ptr);
+  if (b->next && b->ptr + b->size != b->next->ptr)
+    FAIL("block 0x%llx+%llu does not touch the next block", (unsigned long long)b->ptr, (unsigned long long)b->size);
+  if (b->size == 0 || b->size % GRT_MIN_BLOCK_SIZE) FAIL("block 0x%llx: bad size %llu", (unsigned long long)b->ptr, (unsigned long long)b->size);
+  if (cblock_is_free(b)) {
+    grt__bins *bins = grt__pool_bins(s->pool, b->stream, 0);
+    grt__bin_entry e;
+    if (!bins || !grt__bins_lower_bound(bins, b->size, b->ptr, &e) || e.value != b || e.addr != b->ptr)
+      FAIL("free block 0x%llx is not in its bins", (unsigned long long)b->ptr);
+    if (grt__u64map_get(&c->active, b->ptr) == b) FAIL("free block 0x%llx is still active", (unsigned long long)b->ptr);
+    if (b->next && cblock_is_free(b->next)) FAIL("free blocks 0x%llx and its next were not merged", (unsigned long long)b->ptr);
+    r->free_blocks++;
+    if (cblock_is_split(b)) {
+      add(r->inactive_split, pool, 1);
+      add(r->inactive_split_bytes, pool, (int64_t)b->size);
+    }
+    return GRT_OK;
+  }
+  if (grt__u64map_get(&c->active, b->ptr) != b) FAIL("live block 0x%llx is not in the active map", (unsigned long long)b->ptr);
+  r->live_blocks++;
+  if (b->allocated) {
+    add(r->allocation, pool, 1);
+    add(r->allocated_bytes, pool, (int64_t)b->size);
+    if (b->requested_size > b->size) FAIL("block 0x%llx: requested above size", (unsigned long long)b->ptr);
+  }
+  add(r->active, pool, 1);
+  add(r->active_bytes, pool, (int64_t)b->size);
+  add(r->requested_bytes, pool, (int64_t)b->requested_size);
+  return GRT_OK;
+}
+
+static grt_status compare(const char *name, const grt_stat *st, const int64_t *rc, char *msg, size_t msg_size) {
+  for (int t = 0; t < GRT_STAT_TYPES; t++)
+    if (st[t].current != rc[t])
+      FAIL("stat %s[%d].current = %lld but a recount gives %lld", name, t, (long long)st[t].current, (long long)rc[t]);
+  return GRT_OK;
+}
+
+grt_status grt__caching_check(grt_allocator *a, char *msg, size_t msg_size) {
+  caching *c = a->impl;
+  recount r;
+  memset(&r, 0, sizeof r);
+  uint64_t reserved = 0;
+  for (size_t i = 0; i < c->n_segs; i++) {
+    const cseg *s = c->segs[i];
+    if (i > 0 && c->segs[i - 1]->base + c->segs[i - 1]->size > s->base)
+      FAIL("segments 0x%llx and 0x%llx overlap", (unsigned long long)c->segs[i - 1]->base, (unsigned long long)s->base);
+    if (!s->head || s->head->ptr != s->base || s->head->prev) FAIL("segment 0x%llx: bad head", (unsigned long long)s->base);
+    const cblock *last = NULL;
+    for (const cblock *b = s->head; b; b = b->next) {
+      grt_status st = check_block(c, s, b, &r, msg, msg_size);
+      if (st) return st;
+      last = b;
+    }
+    if (last->ptr + last->size != s->base + s->size) FAIL("segment 0x%llx: blocks do not reach its end", (unsigned long long)s->base);
+    add(r.segment, s->pool->stat_type, 1);
+    add(r.reserved_bytes, s->pool->stat_type, (int64_t)s->size);
+    reserved += s->size;
+  }
+  size_t indexed = 0;
+  cpool *pools[2] = {&c->small, &c->large};
+  for (int p = 0; p < 2; p++)
+    for (size_t i = 0; i < pools[p]->n_streams; i++) indexed += grt__bins_count(grt__u64map_get(&pools[p]->bins, pools[p]->streams[i]));
+  if (indexed != r.free_blocks) FAIL("%zu blocks indexed but %zu free blocks found", indexed, r.free_blocks);
+  if (c->active.count != r.live_blocks) FAIL("%zu active entries but %zu live blocks found", c->active.count, r.live_blocks);
+  if (reserved != c->total_allocated_memory) FAIL("reserved recount %llu != %llu", (unsigned long long)reserved, (unsigned long long)c->total_allocated_memory);
+  const grt_alloc_stats *s = &a->stats;
+  grt_status st;
+  if ((st = compare("allocation", s->allocation, r.allocation, msg, msg_size)) ||
+      (st = compare("allocated_bytes", s->allocated_bytes, r.allocated_bytes, msg, msg_size)) ||
+      (st = compare("active", s->active, r.active, msg, msg_size)) ||
+      (st = compare("active_bytes", s->active_bytes, r.active_bytes, msg, msg_size)) ||
+      (st = compare("requested_bytes", s->requested_bytes, r.requested_bytes, msg, msg_size)) ||
+      (st = compare("segment", s->segment, r.segment, msg, msg_size)) ||
+      (st = compare("reserved_bytes", s->reserved_bytes, r.reserved_bytes, msg, msg_size)) ||
+      (st = compare("inactive_split", s->inactive_split, r.inactive_split, msg, msg_size)) ||
+      (st = compare("inactive_split_bytes", s->inactive_split_bytes, r.inactive_split_bytes, msg, msg_size)))
+    return st;
+  return GRT_OK;
+}

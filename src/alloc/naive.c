@@ -1,0 +1,184 @@
+/* naive.c — the "naive" policy: every malloc is a device malloc, every free a
+ * device free (and so a device-wide sync). The baseline the caching allocator
+ * is measured against: no cache, no rounding beyond the device's alignment. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "alloc/allocator_impl.h"
+#include "base/u64map.h"
+
+typedef struct nblock {
+  uint64_t size, requested;
+  grt_stream_id stream;
+} nblock;
+
+typedef struct naive {
+  grt__u64map live; /* address -> nblock */
+} naive;
+
+static int pool_of(uint64_t size) { return size <= GRT_SMALL_SIZE ? GRT_STAT_SMALL_POOL : GRT_STAT_LARGE_POOL; }
+
+static grt_status naive_create(grt_allocator *a) {
+  naive *n = calloc(1, sizeof *n);
+  if (!n) return GRT_ERR_NOMEM;
+  grt__u64map_init(&n->live);
+  a->impl = n;
+  return GRT_OK;
+}
+
+static void naive_destroy(grt_allocator *a) {
+  naive *n = a->impl;
+  for (size_t i = 0; n->live.slots && i <= n->live.mask; i++) {
+    if (n->live.slots[i].key == UINT64_MAX) continue;
+    grt_device_free(a->dev, n->live.slots[i].key);
+    free(n->live.slots[i].value);
+  }
+  grt__u64map_free(&n->live);
+  free(n);
+}
+
+static void account(grt_allocator *a, const nblock *b, int sign) {
+  grt_alloc_stats *s = &a->stats;
+  int pool = pool_of(b->size);
+  int64_t sz = sign * (int64_t)b->size;
+  grt__stat_update2(s->allocation, pool, sign);
+  grt__stat_update2(s->segment, pool, sign);
+  grt__stat_update2(s->active, pool, sign);
+  grt__stat_update2(s->allocated_bytes, pool, sz);
+  grt__stat_update2(s->reserved_bytes, pool, sz);
+  grt__stat_update2(s->active_bytes, pool, sz);
+  grt__stat_update2(s->requested_bytes, pool, sign * (int64_t)b->requested);
+}
+
+static grt_status naive_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out) {
+  naive *n = a->impl;
+  nblock *b = malloc(sizeof *b);
+  if (!b) return GRT_ERR_NOMEM;
+  uint64_t rounded = (size + GRT_MIN_BLOCK_SIZE - 1) / GRT_MIN_BLOCK_SIZE * GRT_MIN_BLOCK_SIZE;
+  grt_devptr p;
+  grt_status st = grt_device_malloc(a->dev, rounded, &p);
+  if (st) {
+    free(b);
+    if (st == GRT_ERR_OOM) {
+      a->stats.num_ooms++;
+      grt_device_stats ds;
+      grt_device_get_stats(a->dev, &ds);
+      char want[32], fr[32], hole[32];
+      grt__alloc_set_error(a, "out of memory: tried to allocate %s; %s free on the device but the largest hole is %s",
+                           grt_format_bytes(size, want, sizeof want), grt_format_bytes(ds.free_bytes, fr, sizeof fr),
+                           grt_format_bytes(ds.largest_hole, hole, sizeof hole));
+    }
+    return st;
+  }
+  *b = (nblock){rounded, size, stream};
+  if (!grt__u64map_put(&n->live, p, b)) {
+    grt_device_free(a->dev, p);
+    free(b);
+    return GRT_ERR_NOMEM;
+  }
+  a->stats.num_device_alloc++;
+  account(a, b, +1);
+  *out = p;
+  return GRT_OK;
+}
+
+static grt_status classify(grt_allocator *a, grt_devptr ptr) {
+  uint64_t size;
+  grt_status st = grt_device_segment_size(a->dev, ptr, &size);
+  return st == GRT_OK ? GRT_ERR_UNKNOWN_POINTER : st; /* a live segment of someone else */
+}
+
+static grt_status naive_free(grt_allocator *a, grt_devptr ptr) {
+  naive *n = a->impl;
+  nblock *b = grt__u64map_get(&n->live, ptr);
+  if (!b) return classify(a, ptr);
+  grt_status st = grt_device_free(a->dev, ptr);
+  if (st) return st;
+  grt__u64map_del(&n->live, ptr);
+  a->stats.num_device_free++;
+  account(a, b, -1);
+  free(b);
+  return GRT_OK;
+}
+
+static grt_status naive_record_stream(grt_allocator *a, grt_devptr ptr, grt_stream_id stream) {
+  naive *n = a->impl;
+  (void)stream; /* a device free synchronizes everything: no event needed */
+  return grt__u64map_get(&n->live, ptr) ? GRT_OK : classify(a, ptr);
+}
+
+static grt_status naive_empty_cache(grt_allocator *a) {
+  (void)a;
+  return GRT_OK;
+}
+
+static grt_status naive_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size, uint64_t *requested) {
+  naive *n = a->impl;
+  nblock *b = grt__u64map_get(&n->live, ptr);
+  if (!b) return classify(a, ptr);
+  *size = b->size;
+  *requested = b->requested;
+  return GRT_OK;
+}
+
+static void naive_stats(grt_allocator *a, grt_alloc_stats *out) {
+  (void)a;
+  out->largest_free_block = 0; /* nothing is cached */
+  out->pending_free_blocks = 0;
+}
+
+static int cmp_seg(const void *x, const void *y) {
+  const grt_snapshot_segment *p = x, *q = y;
+  return p->address < q->address ? -1 : p->address > q->address;
+}
+
+static grt_status naive_snapshot(grt_allocator *a, grt_alloc_snapshot *out) {
+  naive *n = a->impl;
+  out->segments = calloc(n->live.count + 1, sizeof *out->segments);
+  if (!out->segments) return GRT_ERR_NOMEM;
+  for (size_t i = 0; n->live.slots && i <= n->live.mask; i++) {
+    if (n->live.slots[i].key == UINT64_MAX) continue;
+    const nblock *b = n->live.slots[i].value;
+    grt_snapshot_segment *seg = &out->segments[out->n_segments];
+    seg->blocks = malloc(sizeof *seg->blocks);
+    if (!seg->blocks) return GRT_ERR_NOMEM;
+    out->n_segments++;
+    seg->address = n->live.slots[i].key;
+    seg->stream = b->stream;
+    seg->is_large = pool_of(b->size) == GRT_STAT_LARGE_POOL;
+    seg->n_blocks = 1;
+    seg->blocks[0] = (grt_snapshot_block){seg->address, b->size, b->requested, GRT_BLOCK_ACTIVE_ALLOCATED};
+    grt__snapshot_segment_totals(seg);
+  }
+  qsort(out->segments, out->n_segments, sizeof *out->segments, cmp_seg);
+  return GRT_OK;
+}
+
+static grt_status naive_check(grt_allocator *a, char *msg, size_t msg_size) {
+  naive *n = a->impl;
+  int64_t bytes = 0;
+  for (size_t i = 0; n->live.slots && i <= n->live.mask; i++)
+    if (n->live.slots[i].key != UINT64_MAX) bytes += (int64_t)((nblock *)n->live.slots[i].value)->size;
+  if (bytes != a->stats.allocated_bytes[GRT_STAT_ALL].current ||
+      (int64_t)n->live.count != a->stats.allocation[GRT_STAT_ALL].current) {
+    snprintf(msg, msg_size, "naive: recount %lld bytes in %zu blocks, stats say %lld in %lld", (long long)bytes,
+             n->live.count, (long long)a->stats.allocated_bytes[GRT_STAT_ALL].current,
+             (long long)a->stats.allocation[GRT_STAT_ALL].current);
+    return GRT_ERR_INTERNAL;
+  }
+  return GRT_OK;
+}
+
+const grt__alloc_ops grt__naive_ops = {
+    .name = "naive",
+    .create = naive_create,
+    .destroy = naive_destroy,
+    .malloc = naive_malloc,
+    .free = naive_free,
+    .record_stream = naive_record_stream,
+    .empty_cache = naive_empty_cache,
+    .block_info = naive_block_info,
+    .stats = naive_stats,
+    .snapshot = naive_snapshot,
+    .check = naive_check,
+};
