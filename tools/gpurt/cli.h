@@ -14,4 +14,7 @@ int grt_cli_wants_help(int argc, char **argv);
 
 int grt_cmd_demo(int argc, char **argv);
 
+/* Demos (tools/gpurt/demo_*.c). */
+int grt_demo_frag(int argc, char **argv);
+
 #endif

@@ -11,11 +11,25 @@ typedef struct demo {
 } demo;
 
 static const demo demos[] = {
+    {"frag", "fragmentation: first-fit layouts, cache vs driver, utilization table", grt_demo_frag},
     {NULL, NULL, NULL},
 };
 
+/* `gpurt demo all`: every demo in turn, with its default options. */
+static int run_all(void) {
+  int rc = 0;
+  for (size_t i = 0; demos[i].name; i++) {
+    char *args[] = {(char *)demos[i].name, NULL};
+    printf("\n######## gpurt demo %s ########\n\n", demos[i].name);
+    fflush(stdout);
+    int r = demos[i].run(1, args);
+    if (r) rc = r;
+  }
+  return rc;
+}
+
 static void usage(FILE *f) {
-  fprintf(f, "usage: gpurt demo <name> [options]\n\ndemos:\n");
+  fprintf(f, "usage: gpurt demo <name> [options]\n\ndemos:\n  %-10s %s\n", "all", "run every demo below");
   for (size_t i = 0; demos[i].name; i++) fprintf(f, "  %-10s %s\n", demos[i].name, demos[i].summary);
 }
 
@@ -24,6 +38,7 @@ int grt_cmd_demo(int argc, char **argv) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  if (!strcmp(argv[1], "all")) return run_all();
   for (size_t i = 0; demos[i].name; i++)
     if (!strcmp(argv[1], demos[i].name)) return demos[i].run(argc - 1, argv + 1);
   fprintf(stderr, "gpurt demo: unknown demo '%s'\n", argv[1]);

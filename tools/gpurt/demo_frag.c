@@ -1,0 +1,178 @@
+/* demo_frag.c — `gpurt demo frag`: why the caching allocator exists.
+ *
+ * Demo 1: external fragmentation is a shape problem (raw device, first fit).
+ * Demo 2: the driver never sees a steady-state free once a cache sits on top.
+ * Table:  utilization at the first failed allocation, per policy, on
+ *         deterministic adversarial traces (frag_workloads.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "frag_workloads.h"
+#include "gpurt/alloc.h"
+
+#define MB GRT_MiB
+
+static grt_device *new_device(uint64_t capacity) {
+  grt_device_config dc;
+  grt_device_config_default(&dc);
+  dc.capacity = capacity;
+  grt_device *dev = NULL;
+  if (grt_device_create(&dc, &dev)) return NULL;
+  return dev;
+}
+
+/* 32 blocks of 8 MB fill 256 MB; then the 16 "temporary" ones are freed. */
+static int demo1_row(const char *label, int grouped) {
+  grt_device *dev = new_device(256 * MB);
+  if (!dev) return 1;
+  grt_devptr keep[16], temp[16], probe;
+  for (int i = 0; i < 16; i++) {
+    grt_devptr *first = grouped ? &keep[i] : &keep[i];
+    if (grouped) {
+      grt_device_malloc(dev, 8 * MB, first);
+    } else {
+      grt_device_malloc(dev, 8 * MB, &keep[i]);
+      grt_device_malloc(dev, 8 * MB, &temp[i]);
+    }
+  }
+  if (grouped)
+    for (int i = 0; i < 16; i++) grt_device_malloc(dev, 8 * MB, &temp[i]);
+  for (int i = 0; i < 16; i++) grt_device_free(dev, temp[i]);
+  grt_device_stats s;
+  grt_device_get_stats(dev, &s);
+  grt_status st = grt_device_malloc(dev, 16 * MB, &probe);
+  printf("  %-22s free=%3llu MB  largest hole=%3llu MB  16MB alloc: %s\n", label,
+         (unsigned long long)(s.free_bytes / MB), (unsigned long long)(s.largest_hole / MB),
+         st == GRT_OK ? "OK" : "FAILS (fragmented!)");
+  if (st == GRT_OK) grt_device_free(dev, probe);
+  for (int i = 0; i < 16; i++) grt_device_free(dev, keep[i]);
+  grt_device_destroy(dev);
+  return 0;
+}
+
+/* 5000 alloc/free cycles of one size, straight to the driver vs through the cache. */
+static int demo2_row(const char *policy) {
+  grt_device *dev = new_device(GRT_GiB);
+  grt_allocator *a = NULL;
+  if (!dev || grt_alloc_create(policy, dev, NULL, &a)) return 1;
+  for (int i = 0; i < 5000; i++) {
+    grt_devptr p;
+    if (grt_alloc_malloc(a, 1 * MB, 0, &p) || grt_alloc_free(a, p)) return 1;
+  }
+  grt_device_stats ds;
+  grt_alloc_stats as;
+  grt_device_get_stats(dev, &ds);
+  grt_alloc_get_stats(a, &as);
+  if (!strcmp(policy, "naive"))
+    printf("  raw driver : %5llu mallocs, %5llu frees (each free = device sync)\n",
+           (unsigned long long)ds.malloc_calls, (unsigned long long)ds.free_calls);
+  else
+    printf("  caching    : %5llu device mallocs, %5llu bin hits, %llu device frees\n",
+           (unsigned long long)ds.malloc_calls, (unsigned long long)as.num_cache_hits,
+           (unsigned long long)ds.free_calls);
+  grt_alloc_destroy(a);
+  grt_device_destroy(dev);
+  return 0;
+}
+
+#define MAX_POLICIES 8
+
+static int utilization_table(const char **policies, int n_policies, int seeds, uint64_t capacity) {
+  printf("\n== Utilization at the first failed allocation (live requested bytes / capacity) ==\n");
+  printf("  device %llu MB, first fit; mean over %d seeds of each trace family\n\n",
+         (unsigned long long)(capacity / MB), seeds);
+  printf("  %-18s", "trace family");
+  for (int p = 0; p < n_policies; p++) printf(" %10s", policies[p]);
+  printf("   what makes it adversarial\n");
+  double geo[MAX_POLICIES] = {0}, syncs_total[MAX_POLICIES] = {0};
+  size_t families = frag_family_count();
+  for (size_t f = 0; f < families; f++) {
+    double sum[MAX_POLICIES] = {0};
+    const char *name = "", *why = "";
+    for (int s = 0; s < seeds; s++) {
+      frag_trace t;
+      if (!frag_trace_make(f, (uint64_t)s + 1, capacity, &t)) return 1;
+      name = t.name;
+      why = t.why;
+      for (int p = 0; p < n_policies; p++) {
+        frag_result r;
+        if (!frag_run(&t, policies[p], capacity, &r)) {
+          fprintf(stderr, "gpurt demo frag: cannot run policy '%s'\n", policies[p]);
+          frag_trace_free(&t);
+          return 1;
+        }
+        sum[p] += r.failed ? r.utilization : 1.0;
+        syncs_total[p] += (double)r.device_frees;
+      }
+      frag_trace_free(&t);
+    }
+    printf("  %-18s", name);
+    for (int p = 0; p < n_policies; p++) {
+      printf(" %9.1f%%", 100.0 * sum[p] / seeds);
+      geo[p] += sum[p] / seeds;
+    }
+    printf("   %s\n", why);
+  }
+  printf("  %-18s", "mean");
+  for (int p = 0; p < n_policies; p++) printf(" %9.1f%%", 100.0 * geo[p] / (double)families);
+  printf("\n  %-18s", "device syncs/run");
+  for (int p = 0; p < n_policies; p++) printf(" %10.0f", syncs_total[p] / (double)(families * (size_t)seeds));
+  printf("   (device frees before the first failure: each one stalls the GPU)\n");
+  printf("\n  Reading the table: first fit over exact sizes is a strong packer (small blocks sink into\n"
+         "  low holes), so the naive policy reaches a higher utilization on these traces. The faithful\n"
+         "  PyTorch policy pays for segment granularity: 1-10 MB requests share 20 MB segments, blocks\n"
+         "  never span segments, sizes round up, and split segments cannot be returned before the OOM\n"
+         "  retry. What it buys is the last row: almost no device frees (syncs) and mallocs, where the\n"
+         "  naive policy synchronizes the device on every free.\n");
+  return 0;
+}
+
+static void frag_usage(FILE *f) {
+  fprintf(f,
+          "usage: gpurt demo frag [--policies a,b,...] [--seeds N] [--capacity-mb N]\n\n"
+          "Demo 1: the same 128 MB free, laid out two ways on a first-fit device.\n"
+          "Demo 2: 5000 alloc/free cycles, raw driver vs caching allocator.\n"
+          "Table:  utilization when the first allocation fails, per policy\n"
+          "        (default policies: naive,caching; 5 seeds; 1024 MB device).\n");
+}
+
+int grt_demo_frag(int argc, char **argv) {
+  const char *policies[MAX_POLICIES] = {"naive", "caching"};
+  int n_policies = 2, seeds = 5;
+  uint64_t capacity = 1024 * MB;
+  char *list = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      frag_usage(stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "--policies") && i + 1 < argc) {
+      list = argv[++i];
+    } else if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
+      seeds = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--capacity-mb") && i + 1 < argc) {
+      capacity = strtoull(argv[++i], NULL, 10) * MB;
+    } else {
+      fprintf(stderr, "gpurt demo frag: unknown option '%s'\n", argv[i]);
+      frag_usage(stderr);
+      return 2;
+    }
+  }
+  if (seeds < 1 || capacity < 64 * MB) {
+    fprintf(stderr, "gpurt demo frag: --seeds must be >= 1 and --capacity-mb >= 64\n");
+    return 2;
+  }
+  if (list) {
+    n_policies = 0;
+    for (char *tok = strtok(list, ","); tok && n_policies < MAX_POLICIES; tok = strtok(NULL, ",")) policies[n_policies++] = tok;
+  }
+  printf("== Demo 1: external fragmentation is a shape problem ==\n");
+  if (demo1_row("interleaved (mixed)", 0) || demo1_row("grouped (disciplined)", 1)) return 1;
+  printf("  Same 128 MB free in both rows; only the layout differs. Live blocks can't move,\n"
+         "  so the interleaved holes stay 8 MB until a restart.\n");
+  printf("\n== Demo 2: the caching allocator's reason to exist ==\n");
+  if (demo2_row("naive") || demo2_row("caching")) return 1;
+  return utilization_table(policies, n_policies, seeds, capacity);
+}
