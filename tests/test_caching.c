@@ -471,6 +471,55 @@ static void test_naive(void **state) {
   drop_fixture(&fx);
 }
 
+/* Policy options: first fit, no merging, empty_cache of idle segments only. */
+static void test_policy_options(void **state) {
+  (void)state;
+  grt_alloc_config c;
+  grt_alloc_config_default(&c);
+  char err[128];
+  assert_int_equal(grt_alloc_config_parse(&c, "fit:first", err, sizeof err), GRT_OK);
+  fixture fx = make_fixture("caching", GRT_GiB, &c);
+  grt_devptr a = must_malloc(fx.a, 30 * MiB, 0), b = must_malloc(fx.a, 12 * MiB, 0);
+  grt_alloc_free(fx.a, a);
+  grt_alloc_free(fx.a, b);
+  assert_int_equal(must_malloc(fx.a, 12 * MiB, 0), a); /* lowest address, not the exact fit */
+  drop_fixture(&fx);
+  grt_alloc_config_default(&c);
+  fx = make_fixture("caching", GRT_GiB, &c);
+  a = must_malloc(fx.a, 30 * MiB, 0);
+  b = must_malloc(fx.a, 12 * MiB, 0);
+  grt_alloc_free(fx.a, a);
+  grt_alloc_free(fx.a, b);
+  assert_int_equal(must_malloc(fx.a, 12 * MiB, 0), b); /* best fit */
+  drop_fixture(&fx);
+
+  grt_alloc_config_default(&c);
+  assert_int_equal(grt_alloc_config_parse(&c, "merge_on_free:False", err, sizeof err), GRT_OK);
+  fx = make_fixture("caching", GRT_GiB, &c);
+  grt_devptr x = must_malloc(fx.a, 4 * MiB, 0), y = must_malloc(fx.a, 4 * MiB, 0);
+  grt_alloc_free(fx.a, x);
+  grt_alloc_free(fx.a, y);
+  assert_consistent(fx.a);
+  assert_int_equal(stats_of(fx.a).largest_free_block, 12 * MiB); /* 4 + 4 + 12 never coalesce */
+  grt_devptr z = must_malloc(fx.a, 16 * MiB, 0);                   /* needs a new segment */
+  assert_int_equal(stats_of(fx.a).num_device_alloc, 2);
+  grt_alloc_free(fx.a, z);
+  grt_alloc_empty_cache(fx.a); /* the split first segment can never go back */
+  assert_int_equal(stats_of(fx.a).reserved_bytes[GRT_STAT_ALL].current, 20 * MiB);
+  drop_fixture(&fx);
+
+  grt_alloc_config_default(&c);
+  assert_int_equal(grt_alloc_config_parse(&c, "empty_cache_idle_cycles:2", err, sizeof err), GRT_OK);
+  fx = make_fixture("caching", GRT_GiB, &c);
+  x = must_malloc(fx.a, 12 * MiB, 0);
+  grt_alloc_free(fx.a, x);
+  grt_alloc_empty_cache(fx.a); /* idle 1 cycle: kept */
+  assert_int_equal(stats_of(fx.a).num_device_free, 0);
+  grt_alloc_empty_cache(fx.a); /* idle 2 cycles: released */
+  assert_int_equal(stats_of(fx.a).num_device_free, 1);
+  drop_fixture(&fx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rounding),
@@ -491,6 +540,7 @@ int main(void) {
       cmocka_unit_test(test_snapshot),
       cmocka_unit_test(test_memory_fraction_and_gc),
       cmocka_unit_test(test_naive),
+      cmocka_unit_test(test_policy_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

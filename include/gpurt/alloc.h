@@ -60,6 +60,11 @@ typedef enum grt_cross_stream_policy {
                                   one event edge in cross_stream_syncs */
 } grt_cross_stream_policy;
 
+typedef enum grt_fit_policy {
+  GRT_FIT_BEST = 0, /* smallest block that fits, ties to the lowest address (PyTorch) */
+  GRT_FIT_FIRST,    /* lowest-address block that fits */
+} grt_fit_policy;
+
 typedef struct grt_alloc_config {
   uint64_t max_split_size;          /* bytes; GRT_UNLIMITED (default) or >= 20 MiB */
   /* roundup_power2_divisions per power-of-two interval: entry i covers sizes in
@@ -71,6 +76,11 @@ typedef struct grt_alloc_config {
   int expandable_segments;             /* 0/1 */
   grt_cross_stream_policy cross_stream;
   const grt_stream_ops *stream_ops; /* NULL: recorded events complete at the next malloc */
+  /* gpurt's policy options (PyTorch's behaviour is the default of each) */
+  grt_fit_policy fit;               /* GRT_FIT_BEST (PyTorch) or GRT_FIT_FIRST */
+  int no_merge_on_free;             /* 1: freed blocks do not coalesce with free neighbours */
+  unsigned empty_cache_idle_cycles; /* 0: empty_cache frees every free segment (PyTorch); N: only
+                                       segments free for at least N empty_cache calls ("cycles") */
 } grt_alloc_config;
 
 /* Defaults = PyTorch's defaults. */
@@ -79,7 +89,8 @@ GRT_API void grt_alloc_config_default(grt_alloc_config *cfg);
 /* Parses a PyTorch-style configuration string into cfg, e.g.
  * "max_split_size_mb:64,roundup_power2_divisions:[256:1,512:2,>:4],expandable_segments:True".
  * Keys: max_split_size_mb, roundup_power2_divisions (a number or a [MB:div,...,>:div] list),
- * garbage_collection_threshold, expandable_segments, cross_stream (never|with_event).
+ * garbage_collection_threshold, expandable_segments, and gpurt's own: cross_stream (never|with_event),
+ * fit (best|first), merge_on_free (True|False), empty_cache_idle_cycles (N).
  * On error returns GRT_ERR_PARSE, writes a reason into err (if non-NULL) and leaves cfg unchanged. */
 GRT_API grt_status grt_alloc_config_parse(grt_alloc_config *cfg, const char *text, char *err, size_t err_size);
 

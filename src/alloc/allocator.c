@@ -26,6 +26,7 @@ static grt_status validate_config(const grt_alloc_config *c) {
     unsigned d = c->roundup_power2_divisions[i];
     if (d & (d - 1)) return GRT_ERR_INVALID_ARG;
   }
+  if (c->fit != GRT_FIT_BEST && c->fit != GRT_FIT_FIRST) return GRT_ERR_INVALID_ARG;
   const grt_stream_ops *so = c->stream_ops;
   if (so && (!so->record_event || !so->event_query || !so->event_synchronize)) return GRT_ERR_INVALID_ARG;
   return GRT_OK;

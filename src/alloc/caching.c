@@ -68,6 +68,7 @@ grt_status grt__pool_insert(cpool *p, cblock *b) {
   grt__bins *bins = grt__pool_bins(p, b->stream, 1);
   if (!bins) return GRT_ERR_NOMEM;
   b->gc_base = p->get_free_calls;
+  b->idle_since = p->cycle;
   return grt__bins_insert(bins, b->size, b->ptr, b);
 }
 
@@ -198,12 +199,29 @@ static int oversize_refused(const grt_allocator *a, uint64_t size, uint64_t bsiz
   return 0;
 }
 
+/* The fit=first option: the lowest-address block that fits (a linear scan). */
+static int first_fit(grt_allocator *a, grt__bins *bins, uint64_t size, grt__bin_entry *out) {
+  grt__bin_entry e;
+  int found = 0;
+  for (int more = grt__bins_lower_bound(bins, size, 0, &e); more; more = grt__bins_next(bins, e.size, e.addr, &e))
+    if (!oversize_refused(a, size, e.size) && (!found || e.addr < out->addr)) {
+      *out = e;
+      found = 1;
+    }
+  return found;
+}
+
 static cblock *get_free_block(grt_allocator *a, const params *p) {
   if (a->cfg.garbage_collection_threshold > 0.0 && a->cfg.memory_fraction > 0.0) p->pool->get_free_calls++;
   grt__bins *bins = grt__pool_bins(p->pool, p->stream, 0);
   grt__bin_entry e;
-  if (!bins || !grt__bins_lower_bound(bins, p->size, 0, &e)) return NULL;
-  if (oversize_refused(a, p->size, e.size)) return NULL;
+  if (!bins) return NULL;
+  if (a->cfg.fit == GRT_FIT_FIRST) {
+    if (!first_fit(a, bins, p->size, &e)) return NULL;
+  } else {
+    if (!grt__bins_lower_bound(bins, p->size, 0, &e)) return NULL;
+    if (oversize_refused(a, p->size, e.size)) return NULL;
+  }
   grt__bins_erase(bins, e.size, e.addr);
   return e.value;
 }
@@ -364,7 +382,7 @@ static grt_status caching_malloc(grt_allocator *a, uint64_t size, grt_stream_id 
     block = alloc_block(a, &p, 0);
     if (!block && grt__caching_release_available(a, p.pool, p.stream, p.size)) block = alloc_block(a, &p, 0);
     if (!block) {
-      grt__caching_release_cached(a);
+      grt__caching_release_cached(a, 0);
       block = alloc_block(a, &p, 1);
     }
     if (!block) {

@@ -27,6 +27,7 @@ struct cpool {
   grt_stream_id *streams;    /* streams having a bins set, ascending */
   size_t n_streams, cap_streams;
   uint64_t get_free_calls;   /* garbage collection's clock */
+  uint64_t cycle;            /* empty_cache calls so far (the idle-cycles policy's clock) */
 };
 
 struct cseg {
@@ -50,6 +51,7 @@ struct cblock {
   grt_stream_id *uses;   /* record_stream set */
   uint32_t n_uses, cap_uses;
   uint64_t gc_base;      /* pool->get_free_calls when the block became free */
+  uint64_t idle_since;   /* pool->cycle when the block became free */
 };
 
 typedef struct pending_event {
@@ -88,7 +90,8 @@ void grt__caching_free_block(grt_allocator *a, cblock *b);
 void grt__caching_process_events(grt_allocator *a);
 void grt__caching_sync_events(grt_allocator *a);
 void grt__caching_release_block(grt_allocator *a, cblock *b);
-void grt__caching_release_cached(grt_allocator *a);
+/* Syncs events, then frees whole free segments idle for at least min_idle cycles. */
+void grt__caching_release_cached(grt_allocator *a, uint64_t min_idle);
 int grt__caching_release_available(grt_allocator *a, cpool *pool, grt_stream_id stream, uint64_t size);
 void grt__caching_garbage_collect(grt_allocator *a);
 grt_status grt__caching_record_stream(grt_allocator *a, grt_devptr ptr, grt_stream_id stream);

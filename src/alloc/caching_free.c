@@ -9,9 +9,9 @@
 #include "alloc/caching.h"
 
 /* Merges src into dst when src is free; returns the bytes subsumed (0: no merge). */
-static uint64_t try_merge(caching *c, cblock *dst, cblock *src) {
-  (void)c;
-  if (!src || !cblock_is_free(src)) return 0;
+static uint64_t try_merge(grt_allocator *a, cblock *dst, cblock *src) {
+  caching *c = a->impl;
+  if (!src || !cblock_is_free(src) || a->cfg.no_merge_on_free) return 0;
   grt__pool_erase(src->pool, src);
   if (dst->prev == src) {
     dst->ptr = src->ptr;
@@ -39,7 +39,7 @@ void grt__caching_free_block(grt_allocator *a, cblock *b) {
   int64_t net_blocks = 0, net_bytes = 0;
   cblock *candidates[2] = {b->prev, b->next};
   for (int i = 0; i < 2; i++) {
-    uint64_t subsumed = try_merge(c, b, candidates[i]);
+    uint64_t subsumed = try_merge(a, b, candidates[i]);
     if (subsumed) {
       net_blocks -= 1;
       net_bytes -= (int64_t)subsumed;
@@ -194,8 +194,9 @@ void grt__caching_release_block(grt_allocator *a, cblock *b) {
   free(s);
 }
 
-/* Frees every whole unsplit free segment of the pool, in (stream, size, address) order. */
-static void release_pool(grt_allocator *a, cpool *pool) {
+/* Frees every whole unsplit free segment of the pool idle for at least
+ * min_idle cycles, in (stream, size, address) order. */
+static void release_pool(grt_allocator *a, cpool *pool, uint64_t min_idle) {
   for (size_t i = 0; i < pool->n_streams; i++) {
     grt__bins *bins = grt__u64map_get(&pool->bins, pool->streams[i]);
     grt__bin_entry e;
@@ -204,18 +205,18 @@ static void release_pool(grt_allocator *a, cpool *pool) {
       grt__bin_entry next;
       int has_next = grt__bins_next(bins, e.size, e.addr, &next);
       cblock *b = e.value;
-      if (!cblock_is_split(b)) grt__caching_release_block(a, b);
+      if (!cblock_is_split(b) && pool->cycle - b->idle_since >= min_idle) grt__caching_release_block(a, b);
       e = next;
       more = has_next;
     }
   }
 }
 
-void grt__caching_release_cached(grt_allocator *a) {
+void grt__caching_release_cached(grt_allocator *a, uint64_t min_idle) {
   caching *c = a->impl;
   grt__caching_sync_events(a);
-  release_pool(a, &c->large);
-  release_pool(a, &c->small);
+  release_pool(a, &c->large, min_idle);
+  release_pool(a, &c->small, min_idle);
 }
 
 /* PyTorch's release_available_cached_blocks: with max_split_size set, free one
@@ -315,6 +316,9 @@ grt_status grt__caching_record_stream(grt_allocator *a, grt_devptr ptr, grt_stre
 }
 
 grt_status grt__caching_empty_cache(grt_allocator *a) {
-  grt__caching_release_cached(a);
+  caching *c = a->impl;
+  c->small.cycle++;
+  c->large.cycle++;
+  grt__caching_release_cached(a, a->cfg.empty_cache_idle_cycles);
   return GRT_OK;
 }

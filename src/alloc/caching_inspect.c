@@ -109,7 +109,8 @@ static void add(int64_t *arr, int pool, int64_t v) {
     return GRT_ERR_INTERNAL;                 \
   } while (0)
 
-static grt_status check_block(caching *c, const cseg *s, const cblock *b, recount *r, char *msg, size_t msg_size) {
+static grt_status check_block(grt_allocator *a, const cseg *s, const cblock *b, recount *r, char *msg, size_t msg_size) {
+  caching *c = a->impl;
   int pool = s->pool->stat_type;
   if (b->seg != s || b->pool != s->pool) FAIL("block 0x%llx: wrong segment or pool", (unsigned long long)b->ptr);
   if (b->next && b->next->prev != b) FAIL("block 0x%llx: broken next/prev links", (unsigned long long)b->ptr);
@@ -122,7 +123,7 @@ static grt_status check_block(caching *c, const cseg *s, const cblock *b, recoun
     if (!bins || !grt__bins_lower_bound(bins, b->size, b->ptr, &e) || e.value != b || e.addr != b->ptr)
       FAIL("free block 0x%llx is not in its bins", (unsigned long long)b->ptr);
     if (grt__u64map_get(&c->active, b->ptr) == b) FAIL("free block 0x%llx is still active", (unsigned long long)b->ptr);
-    if (b->next && cblock_is_free(b->next)) FAIL("free blocks 0x%llx and its next were not merged", (unsigned long long)b->ptr);
+    if (b->next && cblock_is_free(b->next) && !a->cfg.no_merge_on_free) FAIL("free blocks 0x%llx and its next were not merged", (unsigned long long)b->ptr);
     r->free_blocks++;
     if (cblock_is_split(b)) {
       add(r->inactive_split, pool, 1);
@@ -162,7 +163,7 @@ grt_status grt__caching_check(grt_allocator *a, char *msg, size_t msg_size) {
     if (!s->head || s->head->ptr != s->base || s->head->prev) FAIL("segment 0x%llx: bad head", (unsigned long long)s->base);
     const cblock *last = NULL;
     for (const cblock *b = s->head; b; b = b->next) {
-      grt_status st = check_block(c, s, b, &r, msg, msg_size);
+      grt_status st = check_block(a, s, b, &r, msg, msg_size);
       if (st) return st;
       last = b;
     }

@@ -136,6 +136,21 @@ static grt_status parse_pair(parser *ps, grt_alloc_config *c) {
       c->cross_stream = GRT_CROSS_STREAM_WITH_EVENT;
     else
       return fail(ps, "cross_stream: '%s' is not never/with_event", v);
+  } else if (!strcmp(key, "fit")) {
+    if (!strcmp(v, "best"))
+      c->fit = GRT_FIT_BEST;
+    else if (!strcmp(v, "first"))
+      c->fit = GRT_FIT_FIRST;
+    else
+      return fail(ps, "fit: '%s' is not best/first", v);
+  } else if (!strcmp(key, "merge_on_free")) {
+    int merge;
+    if (!parse_bool(v, &merge)) return fail(ps, "merge_on_free: '%s' is not True/False", v);
+    c->no_merge_on_free = !merge;
+  } else if (!strcmp(key, "empty_cache_idle_cycles")) {
+    uint64_t n;
+    if (!parse_u64(v, &n) || n > 1000000) return fail(ps, "empty_cache_idle_cycles: '%s' is not a count", v);
+    c->empty_cache_idle_cycles = (unsigned)n;
   } else {
     return fail(ps, "unknown key '%s'", key);
   }
