@@ -146,19 +146,19 @@ static void run(const run_cfg *rc) {
 
 static void test_random_default(void **state) {
   (void)state;
-  run_cfg rc = {1, 400000, 2 * GRT_GiB, ""};
+  run_cfg rc = {1, 400000, 2 * GRT_GiB, "", 0};
   run(&rc);
 }
 
 static void test_random_max_split_power2(void **state) {
   (void)state;
-  run_cfg rc = {2, 300000, 2 * GRT_GiB, "max_split_size_mb:32,roundup_power2_divisions:[1:2,16:4,>:8]"};
+  run_cfg rc = {2, 300000, 2 * GRT_GiB, "max_split_size_mb:32,roundup_power2_divisions:[1:2,16:4,>:8]", 0};
   run(&rc);
 }
 
 static void test_random_cross_stream(void **state) {
   (void)state;
-  run_cfg rc = {3, 300000, 2 * GRT_GiB, "cross_stream:with_event"};
+  run_cfg rc = {3, 300000, 2 * GRT_GiB, "cross_stream:with_event", 0};
   run(&rc);
 }
 
