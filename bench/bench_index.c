@@ -1,10 +1,11 @@
 /* bench_index.c — W1/W2 (anchors.md) on the range allocator with each index.
  *
- * Usage: bench_index [--json] [--runs N]
+ * Usage: bench_index [--json] [--runs N] [--only bins|otree|harness]
  * Prints ns per free+alloc pair (median of N runs, default 5) for the
  * size-class index ("bins"), the ordered tree ("otree", the baseline) and the
  * empty harness, the ratio otree/bins, and W2's failures at seed 42 and the
- * mean over seeds 1-3. With --json: one object per line instead.
+ * mean over seeds 1-3. With --json: one object per line instead. --only runs
+ * W1 on one allocator (for profiling: perf record bench_index --only bins).
  * The runners live in src/alloc/workloads.c.
  */
 #include <stdio.h>
@@ -44,15 +45,27 @@ static void print_json(const row *r) {
 int main(int argc, char **argv) {
   bool json = false;
   uint32_t runs = 5;
+  int only = -1;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) {
       json = true;
     } else if (!strcmp(argv[i], "--runs") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
       runs = (uint32_t)atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+      for (int a = 0; a < GRT__WALLOC_COUNT; a++)
+        if (!strcmp(argv[i + 1], grt__workload_allocator_name((grt__workload_allocator)a))) only = a;
+      if (only < 0) return 2;
+      i++;
     } else {
-      fprintf(stderr, "usage: %s [--json] [--runs N]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--json] [--runs N] [--only bins|otree|harness]\n", argv[0]);
       return 2;
     }
+  }
+  if (only >= 0) {
+    row r;
+    if (run("W1", (grt__workload_allocator)only, 42, runs, &r)) return 1;
+    print_json(&r);
+    return 0;
   }
   /* rows: W1 x {bins, otree, harness} at seed 42, then W2 x {bins, otree} x seeds {42, 1, 2, 3}. */
   row rows[3 + 8];
