@@ -39,30 +39,37 @@
 #define SUB (1u << SUB_LOG2)
 #define NCLASS ((65u - SUB_LOG2) * SUB)
 #define NWORDS ((NCLASS + 63u) / 64u)
-#define ARRAY_MAX 64u /* more entries than this: the class becomes a tree */
-#define ARRAY_MIN 16u /* fewer than this in a tree: back to the array */
+#define MAX_LOG2CAP 6u                  /* array chunks hold 2^1 .. 2^6 entries */
+#define ARRAY_MAX (1u << MAX_LOG2CAP) /* more entries than this: the class becomes a tree */
+#define ARRAY_MIN 16u                   /* fewer than this in a tree: back to an array */
+#define NO_CHUNK UINT32_MAX
 
 typedef struct entry {
   uint64_t size, addr;
   void *value;
 } entry;
 
+/* 8 bytes, so a lookup's class and its neighbours share a cache line. */
 typedef struct size_class {
-  uint32_t n;       /* entries in this class (array or tree) */
-  uint32_t cap;     /* capacity of e */
-  uint32_t in_tree; /* 1: the entries live in tree, e is unused */
-  entry *e;         /* sorted by (size, addr) */
-  grt__otree *tree; /* created on first overflow, kept afterwards */
+  uint32_t chunk;  /* first entry of this class's chunk in the slab, or NO_CHUNK */
+  uint16_t n;      /* entries in this class (array or tree) */
+  uint8_t log2cap; /* chunk capacity is 1 << log2cap */
+  uint8_t in_tree; /* 1: the entries live in trees[c], chunk is NO_CHUNK */
 } size_class;
 
 struct grt__bins {
   uint64_t summary;       /* bit w: words[w] != 0 */
   uint64_t words[NWORDS]; /* bit c: class c non-empty */
   size_t count;
+  entry *slab;            /* every array chunk; chunks addressed by index */
+  uint32_t slab_used, slab_cap;
+  uint32_t free_chunk[MAX_LOG2CAP + 1]; /* per capacity, linked through entry.size */
+  grt__otree **trees;     /* [NCLASS], allocated on the first overflow */
   size_class cls[NCLASS];
 };
 
 _Static_assert(NWORDS <= 64, "one summary word must cover every bitmap word");
+_Static_assert(sizeof(size_class) == 8, "size_class is packed to 8 bytes");
 
 static inline unsigned class_of(uint64_t size) {
   if (size < 2u * SUB) return (unsigned)size;
@@ -108,18 +115,29 @@ static unsigned find_le(const grt__bins *b, unsigned c) {
   return (w << 6) | (63u - (unsigned)__builtin_clzll(b->words[w]));
 }
 
-/* Index of the first array entry >= (size, addr). */
-static inline uint32_t pos_ge(const size_class *k, uint64_t size, uint64_t addr) {
-  uint32_t lo = 0, hi = k->n;
+/* Index of the first entry of e[0..n) >= (size, addr). */
+static inline uint32_t pos_ge(const entry *e, uint32_t n, uint64_t size, uint64_t addr) {
+  uint32_t lo = 0, hi = n;
   while (lo < hi) {
     uint32_t mid = (lo + hi) >> 1;
-    if (key_less(k->e[mid].size, k->e[mid].addr, size, addr))
+    if (key_less(e[mid].size, e[mid].addr, size, addr))
       lo = mid + 1;
     else
       hi = mid;
   }
   return lo;
 }
+
+/* Entry moves inside one short chunk: a plain loop beats memmove's size dispatch. */
+static inline void shift_up(entry *e, uint32_t i, uint32_t n) {
+  for (uint32_t j = n; j > i; j--) e[j] = e[j - 1];
+}
+
+static inline void shift_down(entry *e, uint32_t i, uint32_t n) {
+  for (uint32_t j = i; j + 1 < n; j++) e[j] = e[j + 1];
+}
+
+static inline entry *chunk_of(const grt__bins *b, const size_class *k) { return b->slab + k->chunk; }
 
 static inline bool put(const entry *e, grt__bin_entry *out) {
   if (out) *out = (grt__bin_entry){e->size, e->addr, e->value};
@@ -129,60 +147,99 @@ static inline bool put(const entry *e, grt__bin_entry *out) {
 static bool class_min(const grt__bins *b, unsigned c, grt__bin_entry *out) {
   if (c >= NCLASS) return false;
   const size_class *k = &b->cls[c];
-  if (k->in_tree) return grt__otree_first(k->tree, out);
-  return put(&k->e[0], out);
+  if (k->in_tree) return grt__otree_first(b->trees[c], out);
+  return put(chunk_of(b, k), out);
 }
 
 static bool class_max(const grt__bins *b, unsigned c, grt__bin_entry *out) {
   if (c >= NCLASS) return false;
   const size_class *k = &b->cls[c];
-  if (k->in_tree) return grt__otree_last(k->tree, out);
-  return put(&k->e[k->n - 1], out);
+  if (k->in_tree) return grt__otree_last(b->trees[c], out);
+  return put(chunk_of(b, k) + k->n - 1, out);
+}
+
+/* A chunk of 1 << lg entries: recycled LIFO (still cached), else carved from the slab. */
+static uint32_t chunk_get(grt__bins *b, unsigned lg) {
+  uint32_t i = b->free_chunk[lg];
+  if (i != NO_CHUNK) {
+    b->free_chunk[lg] = (uint32_t)b->slab[i].size;
+    return i;
+  }
+  uint32_t need = 1u << lg;
+  if (b->slab_cap - b->slab_used < need) {
+    if (b->slab_cap > (UINT32_MAX >> 2)) return NO_CHUNK;
+    uint32_t cap = b->slab_cap ? b->slab_cap * 2 : 256;
+    while (cap - b->slab_used < need) cap *= 2;
+    entry *s = realloc(b->slab, (size_t)cap * sizeof *s);
+    if (!s) return NO_CHUNK;
+    b->slab = s;
+    b->slab_cap = cap;
+  }
+  i = b->slab_used;
+  b->slab_used += need;
+  return i;
+}
+
+static void chunk_put(grt__bins *b, uint32_t i, unsigned lg) {
+  b->slab[i].size = b->free_chunk[lg];
+  b->free_chunk[lg] = i;
 }
 
 grt_status grt__bins_create(grt__bins **out) {
   grt__bins *b = calloc(1, sizeof *b);
   if (!b) return GRT_ERR_NOMEM;
+  for (unsigned lg = 0; lg <= MAX_LOG2CAP; lg++) b->free_chunk[lg] = NO_CHUNK;
+  for (unsigned c = 0; c < NCLASS; c++) b->cls[c].chunk = NO_CHUNK;
   *out = b;
   return GRT_OK;
 }
 
 void grt__bins_destroy(grt__bins *b) {
   if (!b) return;
-  for (unsigned c = 0; c < NCLASS; c++) {
-    free(b->cls[c].e);
-    grt__otree_destroy(b->cls[c].tree);
-  }
+  if (b->trees)
+    for (unsigned c = 0; c < NCLASS; c++) grt__otree_destroy(b->trees[c]);
+  free(b->trees);
+  free(b->slab);
   free(b);
 }
 
-/* Moves a full array class into its tree. On failure nothing changed. */
-static grt_status to_tree(size_class *k) {
-  if (!k->tree) {
-    grt_status st = grt__otree_create(&k->tree);
+/* Moves a full array class (ARRAY_MAX entries) into its tree. On failure nothing changed. */
+static grt_status to_tree(grt__bins *b, unsigned c) {
+  size_class *k = &b->cls[c];
+  if (!b->trees && !(b->trees = calloc(NCLASS, sizeof *b->trees))) return GRT_ERR_NOMEM;
+  if (!b->trees[c]) {
+    grt_status st = grt__otree_create(&b->trees[c]);
     if (st) return st;
   }
+  const entry *e = chunk_of(b, k);
   for (uint32_t i = 0; i < k->n; i++) {
-    grt_status st = grt__otree_insert(k->tree, k->e[i].size, k->e[i].addr, k->e[i].value);
+    grt_status st = grt__otree_insert(b->trees[c], e[i].size, e[i].addr, e[i].value);
     if (st) {
-      while (i--) grt__otree_erase(k->tree, k->e[i].size, k->e[i].addr);
+      while (i--) grt__otree_erase(b->trees[c], e[i].size, e[i].addr);
       return st;
     }
   }
+  chunk_put(b, k->chunk, k->log2cap);
+  k->chunk = NO_CHUNK;
   k->in_tree = 1;
   return GRT_OK;
 }
 
-/* Moves a small tree class back into its array (cap >= ARRAY_MAX already). */
-static void to_array(size_class *k) {
+/* Moves a small tree class back into an array chunk; stays a tree if no chunk
+ * can be had (still correct, only slower). The tree keeps its nodes pooled. */
+static void to_array(grt__bins *b, unsigned c) {
+  size_class *k = &b->cls[c];
+  uint32_t ch = chunk_get(b, MAX_LOG2CAP);
+  if (ch == NO_CHUNK) return;
   grt__bin_entry e;
   uint32_t n = 0;
-  assert(k->cap >= k->n);
-  while (grt__otree_first(k->tree, &e)) {
-    k->e[n++] = (entry){e.size, e.addr, e.value};
-    grt__otree_erase(k->tree, e.size, e.addr);
+  while (grt__otree_first(b->trees[c], &e)) {
+    b->slab[ch + n++] = (entry){e.size, e.addr, e.value};
+    grt__otree_erase(b->trees[c], e.size, e.addr);
   }
   assert(n == k->n);
+  k->chunk = ch;
+  k->log2cap = MAX_LOG2CAP;
   k->in_tree = 0;
 }
 
@@ -190,26 +247,41 @@ grt_status grt__bins_insert(grt__bins *b, uint64_t size, uint64_t addr, void *va
   unsigned c = class_of(size);
   size_class *k = &b->cls[c];
   if (!k->in_tree) {
-    uint32_t i = pos_ge(k, size, addr);
-    if (i < k->n && k->e[i].size == size && k->e[i].addr == addr) return GRT_ERR_INVALID_ARG;
-    if (k->n < ARRAY_MAX) {
-      if (k->n == k->cap) {
-        uint32_t cap = k->cap ? k->cap * 2 : 4;
-        entry *e = realloc(k->e, cap * sizeof *e);
-        if (!e) return GRT_ERR_NOMEM;
-        k->e = e;
-        k->cap = cap;
-      }
-      memmove(&k->e[i + 1], &k->e[i], (k->n - i) * sizeof *k->e);
-      k->e[i] = (entry){size, addr, value};
-      if (k->n++ == 0) mark(b, c);
+    if (k->n == 0) { /* empty classes hold no chunk */
+      uint32_t ch = chunk_get(b, 1);
+      if (ch == NO_CHUNK) return GRT_ERR_NOMEM;
+      b->slab[ch] = (entry){size, addr, value};
+      k->chunk = ch;
+      k->log2cap = 1;
+      k->n = 1;
+      mark(b, c);
       b->count++;
       return GRT_OK;
     }
-    grt_status st = to_tree(k);
+    entry *e = chunk_of(b, k);
+    uint32_t i = pos_ge(e, k->n, size, addr);
+    if (i < k->n && e[i].size == size && e[i].addr == addr) return GRT_ERR_INVALID_ARG;
+    if (k->n < ARRAY_MAX) {
+      if (k->n == 1u << k->log2cap) { /* full: move to a chunk twice the size */
+        uint32_t ch = chunk_get(b, k->log2cap + 1u);
+        if (ch == NO_CHUNK) return GRT_ERR_NOMEM;
+        e = chunk_of(b, k); /* the slab may have moved */
+        memcpy(b->slab + ch, e, k->n * sizeof *e);
+        chunk_put(b, k->chunk, k->log2cap);
+        k->chunk = ch;
+        k->log2cap++;
+        e = b->slab + ch;
+      }
+      shift_up(e, i, k->n);
+      e[i] = (entry){size, addr, value};
+      k->n++;
+      b->count++;
+      return GRT_OK;
+    }
+    grt_status st = to_tree(b, c);
     if (st) return st;
   }
-  grt_status st = grt__otree_insert(k->tree, size, addr, value);
+  grt_status st = grt__otree_insert(b->trees[c], size, addr, value);
   if (st) return st;
   k->n++;
   b->count++;
@@ -220,13 +292,19 @@ bool grt__bins_erase(grt__bins *b, uint64_t size, uint64_t addr) {
   unsigned c = class_of(size);
   size_class *k = &b->cls[c];
   if (k->in_tree) {
-    if (!grt__otree_erase(k->tree, size, addr)) return false;
-    if (--k->n < ARRAY_MIN) to_array(k);
+    if (!grt__otree_erase(b->trees[c], size, addr)) return false;
+    if (--k->n < ARRAY_MIN) to_array(b, c);
   } else {
-    uint32_t i = pos_ge(k, size, addr);
-    if (i >= k->n || k->e[i].size != size || k->e[i].addr != addr) return false;
-    memmove(&k->e[i], &k->e[i + 1], (k->n - i - 1) * sizeof *k->e);
-    if (--k->n == 0) unmark(b, c);
+    if (k->n == 0) return false;
+    entry *e = chunk_of(b, k);
+    uint32_t i = pos_ge(e, k->n, size, addr);
+    if (i >= k->n || e[i].size != size || e[i].addr != addr) return false;
+    shift_down(e, i, k->n);
+    if (--k->n == 0) {
+      chunk_put(b, k->chunk, k->log2cap);
+      k->chunk = NO_CHUNK;
+      unmark(b, c);
+    }
   }
   b->count--;
   return true;
@@ -236,10 +314,11 @@ bool grt__bins_lower_bound(const grt__bins *b, uint64_t size, uint64_t addr, grt
   unsigned c = class_of(size);
   const size_class *k = &b->cls[c];
   if (k->in_tree) {
-    if (grt__otree_lower_bound(k->tree, size, addr, out)) return true;
-  } else {
-    uint32_t i = pos_ge(k, size, addr);
-    if (i < k->n) return put(&k->e[i], out);
+    if (grt__otree_lower_bound(b->trees[c], size, addr, out)) return true;
+  } else if (k->n) {
+    const entry *e = chunk_of(b, k);
+    uint32_t i = pos_ge(e, k->n, size, addr);
+    if (i < k->n) return put(&e[i], out);
   }
   return class_min(b, find_ge(b, c + 1), out);
 }
@@ -248,11 +327,12 @@ bool grt__bins_next(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_e
   unsigned c = class_of(size);
   const size_class *k = &b->cls[c];
   if (k->in_tree) {
-    if (grt__otree_next(k->tree, size, addr, out)) return true;
-  } else {
-    uint32_t i = pos_ge(k, size, addr);
-    if (i < k->n && k->e[i].size == size && k->e[i].addr == addr) i++;
-    if (i < k->n) return put(&k->e[i], out);
+    if (grt__otree_next(b->trees[c], size, addr, out)) return true;
+  } else if (k->n) {
+    const entry *e = chunk_of(b, k);
+    uint32_t i = pos_ge(e, k->n, size, addr);
+    if (i < k->n && e[i].size == size && e[i].addr == addr) i++;
+    if (i < k->n) return put(&e[i], out);
   }
   return class_min(b, find_ge(b, c + 1), out);
 }
@@ -261,10 +341,11 @@ bool grt__bins_prev(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_e
   unsigned c = class_of(size);
   const size_class *k = &b->cls[c];
   if (k->in_tree) {
-    if (grt__otree_prev(k->tree, size, addr, out)) return true;
-  } else {
-    uint32_t i = pos_ge(k, size, addr);
-    if (i > 0) return put(&k->e[i - 1], out);
+    if (grt__otree_prev(b->trees[c], size, addr, out)) return true;
+  } else if (k->n) {
+    const entry *e = chunk_of(b, k);
+    uint32_t i = pos_ge(e, k->n, size, addr);
+    if (i > 0) return put(&e[i - 1], out);
   }
   return c > 0 && class_max(b, find_le(b, c - 1), out);
 }
