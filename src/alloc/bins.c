@@ -79,7 +79,7 @@ static inline unsigned class_of(uint64_t size) {
 }
 
 static inline bool key_less(uint64_t s1, uint64_t a1, uint64_t s2, uint64_t a2) {
-  return s1 < s2 || (s1 == s2 && a1 < a2);
+  return (s1 < s2) | ((s1 == s2) & (a1 < a2)); /* no short-circuit: no branches */
 }
 
 static inline void mark(grt__bins *b, unsigned c) {
@@ -115,17 +115,19 @@ static unsigned find_le(const grt__bins *b, unsigned c) {
   return (w << 6) | (63u - (unsigned)__builtin_clzll(b->words[w]));
 }
 
-/* Index of the first entry of e[0..n) >= (size, addr). */
+/* Index of the first entry of e[0..n) >= (size, addr). Branch-free halving
+ * (conditional moves): the outcome of each comparison is unpredictable, its
+ * trip count (log2 n, n small) is not. */
 static inline uint32_t pos_ge(const entry *e, uint32_t n, uint64_t size, uint64_t addr) {
-  uint32_t lo = 0, hi = n;
-  while (lo < hi) {
-    uint32_t mid = (lo + hi) >> 1;
-    if (key_less(e[mid].size, e[mid].addr, size, addr))
-      lo = mid + 1;
-    else
-      hi = mid;
+  if (n == 0) return 0;
+  const entry *base = e;
+  while (n > 1) {
+    uint32_t half = n >> 1;
+    const entry *m = base + half;
+    base = key_less(m->size, m->addr, size, addr) ? m : base;
+    n -= half;
   }
-  return lo;
+  return (uint32_t)(base - e) + (uint32_t)key_less(base->size, base->addr, size, addr);
 }
 
 /* Entry moves inside one short chunk: a plain loop beats memmove's size dispatch. */
@@ -247,16 +249,11 @@ grt_status grt__bins_insert(grt__bins *b, uint64_t size, uint64_t addr, void *va
   unsigned c = class_of(size);
   size_class *k = &b->cls[c];
   if (!k->in_tree) {
-    if (k->n == 0) { /* empty classes hold no chunk */
+    if (k->chunk == NO_CHUNK) { /* first use of this class (or after a tree) */
       uint32_t ch = chunk_get(b, 1);
       if (ch == NO_CHUNK) return GRT_ERR_NOMEM;
-      b->slab[ch] = (entry){size, addr, value};
       k->chunk = ch;
       k->log2cap = 1;
-      k->n = 1;
-      mark(b, c);
-      b->count++;
-      return GRT_OK;
     }
     entry *e = chunk_of(b, k);
     uint32_t i = pos_ge(e, k->n, size, addr);
@@ -274,7 +271,7 @@ grt_status grt__bins_insert(grt__bins *b, uint64_t size, uint64_t addr, void *va
       }
       shift_up(e, i, k->n);
       e[i] = (entry){size, addr, value};
-      k->n++;
+      if (k->n++ == 0) mark(b, c);
       b->count++;
       return GRT_OK;
     }
@@ -300,11 +297,7 @@ bool grt__bins_erase(grt__bins *b, uint64_t size, uint64_t addr) {
     uint32_t i = pos_ge(e, k->n, size, addr);
     if (i >= k->n || e[i].size != size || e[i].addr != addr) return false;
     shift_down(e, i, k->n);
-    if (--k->n == 0) {
-      chunk_put(b, k->chunk, k->log2cap);
-      k->chunk = NO_CHUNK;
-      unmark(b, c);
-    }
+    if (--k->n == 0) unmark(b, c); /* the chunk stays: the class is likely reused */
   }
   b->count--;
   return true;
