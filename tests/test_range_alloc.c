@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "alloc/range_alloc.h"
+#include "alloc/workloads.h"
 #include "base/rng.h"
 
 typedef struct live {
@@ -157,12 +158,32 @@ static void test_churn_granular(void **state) {
   churn(8 * GRT_GiB, 300, 40000, true, 2); /* 256-byte multiples, W1-like */
 }
 
+/* The W2 runner at a small scale: both indexes make identical choices (same
+ * checksum, same failures) and exact best fit never fails with a big-enough hole. */
+static void test_workload_runner_agrees(void **state) {
+  (void)state;
+  grt__churn_config c;
+  grt__w2_config(&c, 5, 1);
+  c.iterations = 20000;
+  grt__churn_result res[GRT__WALLOC_COUNT];
+  for (int a = 0; a < GRT__WALLOC_COUNT; a++)
+    assert_int_equal(grt__churn_run(&c, (grt__workload_allocator)a, &res[a]), GRT_OK);
+  assert_int_equal(res[GRT__WALLOC_BINS].checksum, res[GRT__WALLOC_OTREE].checksum);
+  assert_int_equal(res[GRT__WALLOC_BINS].failures, res[GRT__WALLOC_OTREE].failures);
+  assert_int_equal(res[GRT__WALLOC_BINS].failures_with_hole, 0);
+  assert_int_equal(res[GRT__WALLOC_HARNESS].failures, 0);
+  c.granule = 3; /* not a power of two */
+  assert_int_equal(grt__churn_run(&c, GRT__WALLOC_BINS, &res[0]), GRT_ERR_INVALID_ARG);
+  assert_null(grt__workload_allocator_name(GRT__WALLOC_COUNT));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_basic_best_fit_and_merge),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_churn_small),
       cmocka_unit_test(test_churn_granular),
+      cmocka_unit_test(test_workload_runner_agrees),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
