@@ -13,12 +13,14 @@
  * the next non-empty class. That is exactly the ordered tree's answer, never an
  * approximation. next/prev/first/last use the same two steps.
  *
- * Inside a class: a sorted array of entries (at most ARRAY_MAX). A class that
- * grows past ARRAY_MAX (thousands of equal-size blocks) moves its entries into
- * an ordered tree (ordered_tree.c) and back when it shrinks below ARRAY_MIN,
- * so no operation degrades to a long memmove. Arrays never shrink and the tree
- * is kept (empty, its nodes pooled) after moving back, so steady-state churn
- * does not call malloc.
+ * Inside a class: a sorted array of entries (at most ARRAY_MAX), searched by a
+ * branch-free binary search. Arrays are chunks of 2..64 entries carved from
+ * one slab and recycled through per-capacity free lists; a class keeps its
+ * chunk when it empties, so steady-state churn does not call malloc. A class
+ * that grows past ARRAY_MAX (thousands of equal-size blocks) moves its entries
+ * into an ordered tree (ordered_tree.c) and back when it shrinks below
+ * ARRAY_MIN (the gap avoids thrashing; the tree keeps its nodes pooled), so
+ * no operation degrades to a long shift.
  *
  * Invariants (checked by tests/test_bins_index.c through the public order):
  *   - bit c of words[] set  <=>  class c holds >= 1 entry; summary bit w set
