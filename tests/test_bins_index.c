@@ -158,8 +158,37 @@ static void test_index_walks_match_tree(void **state) {
   grt__otree_destroy(t);
 }
 
+/* One class far past any small counter: 70000 blocks of one size (tree mode),
+ * then drained back to the array and to empty. */
+static void test_index_huge_class(void **state) {
+  (void)state;
+  grt__bins *b;
+  assert_int_equal(grt__bins_create(&b), GRT_OK);
+  const uint64_t size = 2 * GRT_MiB;
+  for (uint64_t i = 0; i < 70000; i++) assert_int_equal(grt__bins_insert(b, size, i * 512, NULL), GRT_OK);
+  assert_int_equal(grt__bins_insert(b, size, 512, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__bins_count(b), 70000);
+  grt__bin_entry e;
+  assert_true(grt__bins_lower_bound(b, size, 777, &e));
+  assert_int_equal(e.addr, 1024);
+  assert_true(grt__bins_last(b, &e));
+  assert_int_equal(e.addr, 69999 * 512);
+  for (uint64_t i = 0; i < 70000; i++) {
+    assert_true(grt__bins_erase(b, size, i * 512));
+    if (i + 1 < 70000) {
+      assert_true(grt__bins_first(b, &e));
+      assert_int_equal(e.addr, (i + 1) * 512);
+    }
+  }
+  assert_int_equal(grt__bins_count(b), 0);
+  assert_false(grt__bins_first(b, &e));
+  assert_false(grt__bins_lower_bound(b, 1, 0, &e));
+  grt__bins_destroy(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_index_matches_tree),
-                                     cmocka_unit_test(test_index_walks_match_tree)};
+                                     cmocka_unit_test(test_index_walks_match_tree),
+                                     cmocka_unit_test(test_index_huge_class)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

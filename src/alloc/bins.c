@@ -27,7 +27,7 @@
  *     <=> words[w] != 0;
  *   - an array-mode class's entries are strictly increasing in (size, addr)
  *     and all satisfy class_of(size) == c;
- *   - count is the sum of the classes' n.
+ *   - count is the sum of the array classes' n and the tree classes' tree counts.
  */
 #include "alloc/bins.h"
 
@@ -54,7 +54,7 @@ typedef struct entry {
 /* 8 bytes, so a lookup's class and its neighbours share a cache line. */
 typedef struct size_class {
   uint32_t chunk;  /* first entry of this class's chunk in the slab, or NO_CHUNK */
-  uint16_t n;      /* entries in this class (array or tree) */
+  uint16_t n;      /* entries in the array; unused in tree mode (the tree counts) */
   uint8_t log2cap; /* chunk capacity is 1 << log2cap */
   uint8_t in_tree; /* 1: the entries live in trees[c], chunk is NO_CHUNK */
 } size_class;
@@ -216,7 +216,7 @@ static grt_status to_tree(grt__bins *b, unsigned c) {
     if (st) return st;
   }
   const entry *e = chunk_of(b, k);
-  for (uint32_t i = 0; i < k->n; i++) {
+  for (uint32_t i = 0; i < k->n; i++) { /* n == ARRAY_MAX */
     grt_status st = grt__otree_insert(b->trees[c], e[i].size, e[i].addr, e[i].value);
     if (st) {
       while (i--) grt__otree_erase(b->trees[c], e[i].size, e[i].addr);
@@ -241,7 +241,7 @@ static void to_array(grt__bins *b, unsigned c) {
     b->slab[ch + n++] = (entry){e.size, e.addr, e.value};
     grt__otree_erase(b->trees[c], e.size, e.addr);
   }
-  assert(n == k->n);
+  k->n = (uint16_t)n;
   k->chunk = ch;
   k->log2cap = MAX_LOG2CAP;
   k->in_tree = 0;
@@ -282,7 +282,6 @@ grt_status grt__bins_insert(grt__bins *b, uint64_t size, uint64_t addr, void *va
   }
   grt_status st = grt__otree_insert(b->trees[c], size, addr, value);
   if (st) return st;
-  k->n++;
   b->count++;
   return GRT_OK;
 }
@@ -292,7 +291,7 @@ bool grt__bins_erase(grt__bins *b, uint64_t size, uint64_t addr) {
   size_class *k = &b->cls[c];
   if (k->in_tree) {
     if (!grt__otree_erase(b->trees[c], size, addr)) return false;
-    if (--k->n < ARRAY_MIN) to_array(b, c);
+    if (grt__otree_count(b->trees[c]) < ARRAY_MIN) to_array(b, c);
   } else {
     if (k->n == 0) return false;
     entry *e = chunk_of(b, k);
