@@ -1,4 +1,6 @@
-/* test_bins.c — the ordered free-range set against a brute-force sorted array. */
+/* test_bins.c — both ordered free-range sets (the size-class index grt__bins and
+ * the tree grt__otree, through grt__index_ops) against a brute-force sorted array.
+ * The differential test between the two is tests/test_bins_index.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,7 +8,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "alloc/bins.h"
+#include "alloc/block_index.h"
 #include "base/rng.h"
 
 typedef struct key {
@@ -27,10 +29,11 @@ static size_t ref_lb(const key *k, size_t n, uint64_t s, uint64_t a) {
   return i;
 }
 
-static void test_bins_match_reference(void **state) {
-  (void)state;
-  grt__bins *b;
-  assert_int_equal(grt__bins_create(&b), GRT_OK);
+static void match_reference(grt__index_kind kind) {
+  const grt__index_ops *ops = grt__index_ops_get(kind);
+  void *b;
+  assert_non_null(ops);
+  assert_int_equal(ops->create(&b), GRT_OK);
   key *keys = calloc(4096, sizeof *keys);
   size_t n = 0;
   grt__rng r;
@@ -41,7 +44,7 @@ static void test_bins_match_reference(void **state) {
     key q = {s, a};
     key *found = n ? bsearch(&q, keys, n, sizeof *keys, cmp_key) : NULL;
     if (op == 0 && n < 4096) {
-      grt_status st = grt__bins_insert(b, s, a, (void *)(uintptr_t)(s * 1000 + a));
+      grt_status st = ops->insert(b, s, a, (void *)(uintptr_t)(s * 1000 + a));
       if (found) {
         assert_int_equal(st, GRT_ERR_INVALID_ARG);
       } else {
@@ -50,7 +53,7 @@ static void test_bins_match_reference(void **state) {
         qsort(keys, n, sizeof *keys, cmp_key);
       }
     } else if (op == 1) {
-      assert_int_equal(grt__bins_erase(b, s, a), found != NULL);
+      assert_int_equal(ops->erase(b, s, a), found != NULL);
       if (found) {
         *found = keys[n - 1];
         n--;
@@ -59,7 +62,7 @@ static void test_bins_match_reference(void **state) {
     } else {
       grt__bin_entry e;
       size_t i = ref_lb(keys, n, s, a);
-      bool ok = grt__bins_lower_bound(b, s, a, &e);
+      bool ok = ops->lower_bound(b, s, a, &e);
       assert_int_equal(ok, i < n);
       if (ok) {
         assert_int_equal(e.size, keys[i].size);
@@ -67,27 +70,38 @@ static void test_bins_match_reference(void **state) {
         assert_int_equal((uintptr_t)e.value, keys[i].size * 1000 + keys[i].addr);
       }
       size_t j = (i < n && cmp_key(&keys[i], &q) == 0) ? i + 1 : i;
-      ok = grt__bins_next(b, s, a, &e);
+      ok = ops->next(b, s, a, &e);
       assert_int_equal(ok, j < n);
       if (ok) assert_int_equal(e.addr, keys[j].addr);
-      ok = grt__bins_prev(b, s, a, &e);
+      ok = ops->prev(b, s, a, &e);
       assert_int_equal(ok, i > 0);
       if (ok) assert_int_equal(e.addr, keys[i - 1].addr);
     }
-    assert_int_equal(grt__bins_count(b), n);
+    assert_int_equal(ops->count(b), n);
   }
   grt__bin_entry e;
   if (n) {
-    assert_true(grt__bins_first(b, &e));
+    assert_true(ops->first(b, &e));
     assert_int_equal(e.size, keys[0].size);
-    assert_true(grt__bins_last(b, &e));
+    assert_true(ops->last(b, &e));
     assert_int_equal(e.size, keys[n - 1].size);
   }
   free(keys);
-  grt__bins_destroy(b);
+  ops->destroy(b);
+}
+
+static void test_bins_match_reference(void **state) {
+  (void)state;
+  match_reference(GRT__INDEX_BINS);
+}
+
+static void test_otree_match_reference(void **state) {
+  (void)state;
+  match_reference(GRT__INDEX_OTREE);
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_bins_match_reference)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_bins_match_reference),
+                                     cmocka_unit_test(test_otree_match_reference)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

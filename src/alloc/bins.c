@@ -1,204 +1,353 @@
-/* bins.c — grt__bins as a treap (randomized balanced binary search tree).
+/* bins.c — grt__bins as a size-class index: exact best fit at O(1)-class cost.
  *
- * Keys are (size, addr), compared lexicographically. Heap order on a random
- * priority keeps the expected depth O(log n). Nodes come from a free list so
- * steady-state churn does not call malloc. This is the plain ordered tree the
- * O(1)-class index is measured against.
+ * Keys (size, addr) are ordered lexicographically. Sizes map to classes that
+ * partition the size axis into consecutive intervals (TLSF-style): sizes below
+ * 2*SUB each get their own class (exact region); above, each power of two
+ * [2^e, 2^(e+1)) is cut into SUB equal sub-classes. class_of() is monotonic,
+ * so the whole (size, addr) order is: classes ascending, and inside a class
+ * its own sorted entries. Two bitmap levels (a summary word over 64-bit words,
+ * one bit per non-empty class) find the next non-empty class with two ctz.
+ *
+ * lower_bound(size, addr): look in class_of(size) for the first entry >= the
+ * key (a short binary search); if there is none, the answer is the minimum of
+ * the next non-empty class. That is exactly the ordered tree's answer, never an
+ * approximation. next/prev/first/last use the same two steps.
+ *
+ * Inside a class: a sorted array of entries (at most ARRAY_MAX), searched by a
+ * branch-free binary search. Arrays are chunks of 2..64 entries carved from
+ * one slab and recycled through per-capacity free lists; a class keeps its
+ * chunk when it empties, so steady-state churn does not call malloc. A class
+ * that grows past ARRAY_MAX (thousands of equal-size blocks) moves its entries
+ * into an ordered tree (ordered_tree.c) and back when it shrinks below
+ * ARRAY_MIN (the gap avoids thrashing; the tree keeps its nodes pooled), so
+ * no operation degrades to a long shift.
+ *
+ * Invariants (checked by tests/test_bins_index.c through the public order):
+ *   - bit c of words[] set  <=>  class c holds >= 1 entry; summary bit w set
+ *     <=> words[w] != 0;
+ *   - an array-mode class's entries are strictly increasing in (size, addr)
+ *     and all satisfy class_of(size) == c;
+ *   - count is the sum of the array classes' n and the tree classes' tree counts.
  */
 #include "alloc/bins.h"
 
+#include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 
-typedef struct node {
+#include "alloc/ordered_tree.h"
+
+#define SUB_LOG2 4u
+#define SUB (1u << SUB_LOG2)
+#define NCLASS ((65u - SUB_LOG2) * SUB)
+#define NWORDS ((NCLASS + 63u) / 64u)
+#define MAX_LOG2CAP 6u                  /* array chunks hold 2^1 .. 2^6 entries */
+#define ARRAY_MAX (1u << MAX_LOG2CAP) /* more entries than this: the class becomes a tree */
+#define ARRAY_MIN 16u                   /* fewer than this in a tree: back to an array */
+#define NO_CHUNK UINT32_MAX
+
+typedef struct entry {
   uint64_t size, addr;
   void *value;
-  uint64_t prio;
-  struct node *left, *right;
-} node;
+} entry;
+
+/* 8 bytes, so a lookup's class and its neighbours share a cache line. */
+typedef struct size_class {
+  uint32_t chunk;  /* first entry of this class's chunk in the slab, or NO_CHUNK */
+  uint16_t n;      /* entries in the array; unused in tree mode (the tree counts) */
+  uint8_t log2cap; /* chunk capacity is 1 << log2cap */
+  uint8_t in_tree; /* 1: the entries live in trees[c], chunk is NO_CHUNK */
+} size_class;
 
 struct grt__bins {
-  node *root;
-  node *free_nodes;
+  uint64_t summary;       /* bit w: words[w] != 0 */
+  uint64_t words[NWORDS]; /* bit c: class c non-empty */
   size_t count;
-  uint64_t rng;
+  entry *slab;            /* every array chunk; chunks addressed by index */
+  uint32_t slab_used, slab_cap;
+  uint32_t free_chunk[MAX_LOG2CAP + 1]; /* per capacity, linked through entry.size */
+  grt__otree **trees;     /* [NCLASS], allocated on the first overflow */
+  size_class cls[NCLASS];
 };
 
-static int key_cmp(uint64_t s1, uint64_t a1, uint64_t s2, uint64_t a2) {
-  if (s1 != s2) return s1 < s2 ? -1 : 1;
-  if (a1 != a2) return a1 < a2 ? -1 : 1;
-  return 0;
+_Static_assert(NWORDS <= 64, "one summary word must cover every bitmap word");
+_Static_assert(sizeof(size_class) == 8, "size_class is packed to 8 bytes");
+
+static inline unsigned class_of(uint64_t size) {
+  if (size < 2u * SUB) return (unsigned)size;
+  unsigned e = 63u - (unsigned)__builtin_clzll(size);
+  /* (size >> (e - SUB_LOG2)) is in [SUB, 2*SUB): the sub-class plus SUB. */
+  return ((e - SUB_LOG2) << SUB_LOG2) + (unsigned)(size >> (e - SUB_LOG2));
+}
+
+static inline bool key_less(uint64_t s1, uint64_t a1, uint64_t s2, uint64_t a2) {
+  return (s1 < s2) | ((s1 == s2) & (a1 < a2)); /* no short-circuit: no branches */
+}
+
+static inline void mark(grt__bins *b, unsigned c) {
+  b->words[c >> 6] |= 1ULL << (c & 63);
+  b->summary |= 1ULL << (c >> 6);
+}
+
+static inline void unmark(grt__bins *b, unsigned c) {
+  uint64_t w = b->words[c >> 6] &= ~(1ULL << (c & 63));
+  if (!w) b->summary &= ~(1ULL << (c >> 6));
+}
+
+/* First non-empty class >= c, or NCLASS. */
+static inline unsigned find_ge(const grt__bins *b, unsigned c) {
+  if (c >= NCLASS) return NCLASS;
+  unsigned w = c >> 6;
+  uint64_t m = b->words[w] & (~0ULL << (c & 63));
+  if (m) return (w << 6) | (unsigned)__builtin_ctzll(m);
+  uint64_t s = w + 1 < 64 ? b->summary & (~0ULL << (w + 1)) : 0;
+  if (!s) return NCLASS;
+  w = (unsigned)__builtin_ctzll(s);
+  return (w << 6) | (unsigned)__builtin_ctzll(b->words[w]);
+}
+
+/* Last non-empty class <= c (c < NCLASS), or NCLASS. */
+static unsigned find_le(const grt__bins *b, unsigned c) {
+  unsigned w = c >> 6;
+  uint64_t m = b->words[w] & (~0ULL >> (63 - (c & 63)));
+  if (m) return (w << 6) | (63u - (unsigned)__builtin_clzll(m));
+  uint64_t s = b->summary & ((1ULL << w) - 1);
+  if (!s) return NCLASS;
+  w = 63u - (unsigned)__builtin_clzll(s);
+  return (w << 6) | (63u - (unsigned)__builtin_clzll(b->words[w]));
+}
+
+/* Index of the first entry of e[0..n) >= (size, addr). Branch-free halving
+ * (conditional moves): the outcome of each comparison is unpredictable, its
+ * trip count (log2 n, n small) is not. */
+static inline uint32_t pos_ge(const entry *e, uint32_t n, uint64_t size, uint64_t addr) {
+  if (n == 0) return 0;
+  const entry *base = e;
+  while (n > 1) {
+    uint32_t half = n >> 1;
+    const entry *m = base + half;
+    base = key_less(m->size, m->addr, size, addr) ? m : base;
+    n -= half;
+  }
+  return (uint32_t)(base - e) + (uint32_t)key_less(base->size, base->addr, size, addr);
+}
+
+/* Entry moves inside one short chunk: a plain loop beats memmove's size dispatch. */
+static inline void shift_up(entry *e, uint32_t i, uint32_t n) {
+  for (uint32_t j = n; j > i; j--) e[j] = e[j - 1];
+}
+
+static inline void shift_down(entry *e, uint32_t i, uint32_t n) {
+  for (uint32_t j = i; j + 1 < n; j++) e[j] = e[j + 1];
+}
+
+static inline entry *chunk_of(const grt__bins *b, const size_class *k) { return b->slab + k->chunk; }
+
+static inline bool put(const entry *e, grt__bin_entry *out) {
+  if (out) *out = (grt__bin_entry){e->size, e->addr, e->value};
+  return true;
+}
+
+static bool class_min(const grt__bins *b, unsigned c, grt__bin_entry *out) {
+  if (c >= NCLASS) return false;
+  const size_class *k = &b->cls[c];
+  if (k->in_tree) return grt__otree_first(b->trees[c], out);
+  return put(chunk_of(b, k), out);
+}
+
+static bool class_max(const grt__bins *b, unsigned c, grt__bin_entry *out) {
+  if (c >= NCLASS) return false;
+  const size_class *k = &b->cls[c];
+  if (k->in_tree) return grt__otree_last(b->trees[c], out);
+  return put(chunk_of(b, k) + k->n - 1, out);
+}
+
+/* A chunk of 1 << lg entries: recycled LIFO (still cached), else carved from the slab. */
+static uint32_t chunk_get(grt__bins *b, unsigned lg) {
+  uint32_t i = b->free_chunk[lg];
+  if (i != NO_CHUNK) {
+    b->free_chunk[lg] = (uint32_t)b->slab[i].size;
+    return i;
+  }
+  uint32_t need = 1u << lg;
+  if (b->slab_cap - b->slab_used < need) {
+    if (b->slab_cap > (UINT32_MAX >> 2)) return NO_CHUNK;
+    uint32_t cap = b->slab_cap ? b->slab_cap * 2 : 256;
+    while (cap - b->slab_used < need) cap *= 2;
+    entry *s = realloc(b->slab, (size_t)cap * sizeof *s);
+    if (!s) return NO_CHUNK;
+    b->slab = s;
+    b->slab_cap = cap;
+  }
+  i = b->slab_used;
+  b->slab_used += need;
+  return i;
+}
+
+static void chunk_put(grt__bins *b, uint32_t i, unsigned lg) {
+  b->slab[i].size = b->free_chunk[lg];
+  b->free_chunk[lg] = i;
 }
 
 grt_status grt__bins_create(grt__bins **out) {
   grt__bins *b = calloc(1, sizeof *b);
   if (!b) return GRT_ERR_NOMEM;
-  b->rng = 0x853c49e6748fea9bULL;
+  for (unsigned lg = 0; lg <= MAX_LOG2CAP; lg++) b->free_chunk[lg] = NO_CHUNK;
+  for (unsigned c = 0; c < NCLASS; c++) b->cls[c].chunk = NO_CHUNK;
   *out = b;
   return GRT_OK;
 }
 
-static void free_tree(node *n) {
-  while (n) {
-    free_tree(n->left);
-    node *r = n->right;
-    free(n);
-    n = r;
-  }
-}
-
 void grt__bins_destroy(grt__bins *b) {
   if (!b) return;
-  free_tree(b->root);
-  while (b->free_nodes) {
-    node *n = b->free_nodes;
-    b->free_nodes = n->left;
-    free(n);
-  }
+  if (b->trees)
+    for (unsigned c = 0; c < NCLASS; c++) grt__otree_destroy(b->trees[c]);
+  free(b->trees);
+  free(b->slab);
   free(b);
 }
 
-static uint64_t next_prio(grt__bins *b) {
-  b->rng ^= b->rng << 13;
-  b->rng ^= b->rng >> 7;
-  b->rng ^= b->rng << 17;
-  return b->rng;
-}
-
-/* Splits t into keys < (size, addr) and keys >= it. */
-static void split(node *t, uint64_t size, uint64_t addr, node **lo, node **hi) {
-  node **l = lo, **h = hi;
-  while (t) {
-    if (key_cmp(t->size, t->addr, size, addr) < 0) {
-      *l = t;
-      l = &t->right;
-      t = t->right;
-    } else {
-      *h = t;
-      h = &t->left;
-      t = t->left;
+/* Moves a full array class (ARRAY_MAX entries) into its tree. On failure nothing changed. */
+static grt_status to_tree(grt__bins *b, unsigned c) {
+  size_class *k = &b->cls[c];
+  if (!b->trees && !(b->trees = calloc(NCLASS, sizeof *b->trees))) return GRT_ERR_NOMEM;
+  if (!b->trees[c]) {
+    grt_status st = grt__otree_create(&b->trees[c]);
+    if (st) return st;
+  }
+  const entry *e = chunk_of(b, k);
+  for (uint32_t i = 0; i < k->n; i++) { /* n == ARRAY_MAX */
+    grt_status st = grt__otree_insert(b->trees[c], e[i].size, e[i].addr, e[i].value);
+    if (st) {
+      while (i--) grt__otree_erase(b->trees[c], e[i].size, e[i].addr);
+      return st;
     }
   }
-  *l = *h = NULL;
+  chunk_put(b, k->chunk, k->log2cap);
+  k->chunk = NO_CHUNK;
+  k->in_tree = 1;
+  return GRT_OK;
 }
 
-/* Joins two treaps where every key of a is below every key of c. */
-static node *join(node *a, node *c) {
-  node *root = NULL, **link = &root;
-  while (a && c) {
-    if (a->prio > c->prio) {
-      *link = a;
-      link = &a->right;
-      a = a->right;
-    } else {
-      *link = c;
-      link = &c->left;
-      c = c->left;
-    }
+/* Moves a small tree class back into an array chunk; stays a tree if no chunk
+ * can be had (still correct, only slower). The tree keeps its nodes pooled. */
+static void to_array(grt__bins *b, unsigned c) {
+  size_class *k = &b->cls[c];
+  uint32_t ch = chunk_get(b, MAX_LOG2CAP);
+  if (ch == NO_CHUNK) return;
+  grt__bin_entry e;
+  uint32_t n = 0;
+  while (grt__otree_first(b->trees[c], &e)) {
+    b->slab[ch + n++] = (entry){e.size, e.addr, e.value};
+    grt__otree_erase(b->trees[c], e.size, e.addr);
   }
-  *link = a ? a : c;
-  return root;
+  k->n = (uint16_t)n;
+  k->chunk = ch;
+  k->log2cap = MAX_LOG2CAP;
+  k->in_tree = 0;
 }
 
 grt_status grt__bins_insert(grt__bins *b, uint64_t size, uint64_t addr, void *value) {
-  node **link = &b->root;
-  node *n;
-  /* Duplicate check on the search path. */
-  for (n = b->root; n;) {
-    int c = key_cmp(size, addr, n->size, n->addr);
-    if (c == 0) return GRT_ERR_INVALID_ARG;
-    n = c < 0 ? n->left : n->right;
+  unsigned c = class_of(size);
+  size_class *k = &b->cls[c];
+  if (!k->in_tree) {
+    if (k->chunk == NO_CHUNK) { /* first use of this class (or after a tree) */
+      uint32_t ch = chunk_get(b, 1);
+      if (ch == NO_CHUNK) return GRT_ERR_NOMEM;
+      k->chunk = ch;
+      k->log2cap = 1;
+    }
+    entry *e = chunk_of(b, k);
+    uint32_t i = pos_ge(e, k->n, size, addr);
+    if (i < k->n && e[i].size == size && e[i].addr == addr) return GRT_ERR_INVALID_ARG;
+    if (k->n < ARRAY_MAX) {
+      if (k->n == 1u << k->log2cap) { /* full: move to a chunk twice the size */
+        uint32_t ch = chunk_get(b, k->log2cap + 1u);
+        if (ch == NO_CHUNK) return GRT_ERR_NOMEM;
+        e = chunk_of(b, k); /* the slab may have moved */
+        memcpy(b->slab + ch, e, k->n * sizeof *e);
+        chunk_put(b, k->chunk, k->log2cap);
+        k->chunk = ch;
+        k->log2cap++;
+        e = b->slab + ch;
+      }
+      shift_up(e, i, k->n);
+      e[i] = (entry){size, addr, value};
+      if (k->n++ == 0) mark(b, c);
+      b->count++;
+      return GRT_OK;
+    }
+    grt_status st = to_tree(b, c);
+    if (st) return st;
   }
-  if (b->free_nodes) {
-    n = b->free_nodes;
-    b->free_nodes = n->left;
-  } else if (!(n = malloc(sizeof *n))) {
-    return GRT_ERR_NOMEM;
-  }
-  n->size = size;
-  n->addr = addr;
-  n->value = value;
-  n->prio = next_prio(b);
-  /* Descend while the existing nodes outrank the new one, then split there. */
-  while (*link && (*link)->prio > n->prio)
-    link = key_cmp(size, addr, (*link)->size, (*link)->addr) < 0 ? &(*link)->left : &(*link)->right;
-  split(*link, size, addr, &n->left, &n->right);
-  *link = n;
+  grt_status st = grt__otree_insert(b->trees[c], size, addr, value);
+  if (st) return st;
   b->count++;
   return GRT_OK;
 }
 
 bool grt__bins_erase(grt__bins *b, uint64_t size, uint64_t addr) {
-  node **link = &b->root;
-  while (*link) {
-    int c = key_cmp(size, addr, (*link)->size, (*link)->addr);
-    if (c == 0) {
-      node *n = *link;
-      *link = join(n->left, n->right);
-      n->left = b->free_nodes;
-      b->free_nodes = n;
-      b->count--;
-      return true;
-    }
-    link = c < 0 ? &(*link)->left : &(*link)->right;
+  unsigned c = class_of(size);
+  size_class *k = &b->cls[c];
+  if (k->in_tree) {
+    if (!grt__otree_erase(b->trees[c], size, addr)) return false;
+    if (grt__otree_count(b->trees[c]) < ARRAY_MIN) to_array(b, c);
+  } else {
+    if (k->n == 0) return false;
+    entry *e = chunk_of(b, k);
+    uint32_t i = pos_ge(e, k->n, size, addr);
+    if (i >= k->n || e[i].size != size || e[i].addr != addr) return false;
+    shift_down(e, i, k->n);
+    if (--k->n == 0) unmark(b, c); /* the chunk stays: the class is likely reused */
   }
-  return false;
-}
-
-static bool fill(const node *n, grt__bin_entry *out) {
-  if (!n) return false;
-  if (out) *out = (grt__bin_entry){n->size, n->addr, n->value};
+  b->count--;
   return true;
 }
 
 bool grt__bins_lower_bound(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_entry *out) {
-  const node *best = NULL;
-  for (const node *n = b->root; n;) {
-    if (key_cmp(n->size, n->addr, size, addr) >= 0) {
-      best = n;
-      n = n->left;
-    } else {
-      n = n->right;
-    }
+  unsigned c = class_of(size);
+  const size_class *k = &b->cls[c];
+  if (k->in_tree) {
+    if (grt__otree_lower_bound(b->trees[c], size, addr, out)) return true;
+  } else if (k->n) {
+    const entry *e = chunk_of(b, k);
+    uint32_t i = pos_ge(e, k->n, size, addr);
+    if (i < k->n) return put(&e[i], out);
   }
-  return fill(best, out);
+  return class_min(b, find_ge(b, c + 1), out);
 }
 
 bool grt__bins_next(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_entry *out) {
-  const node *best = NULL;
-  for (const node *n = b->root; n;) {
-    if (key_cmp(n->size, n->addr, size, addr) > 0) {
-      best = n;
-      n = n->left;
-    } else {
-      n = n->right;
-    }
+  unsigned c = class_of(size);
+  const size_class *k = &b->cls[c];
+  if (k->in_tree) {
+    if (grt__otree_next(b->trees[c], size, addr, out)) return true;
+  } else if (k->n) {
+    const entry *e = chunk_of(b, k);
+    uint32_t i = pos_ge(e, k->n, size, addr);
+    if (i < k->n && e[i].size == size && e[i].addr == addr) i++;
+    if (i < k->n) return put(&e[i], out);
   }
-  return fill(best, out);
+  return class_min(b, find_ge(b, c + 1), out);
 }
 
 bool grt__bins_prev(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_entry *out) {
-  const node *best = NULL;
-  for (const node *n = b->root; n;) {
-    if (key_cmp(n->size, n->addr, size, addr) < 0) {
-      best = n;
-      n = n->right;
-    } else {
-      n = n->left;
-    }
+  unsigned c = class_of(size);
+  const size_class *k = &b->cls[c];
+  if (k->in_tree) {
+    if (grt__otree_prev(b->trees[c], size, addr, out)) return true;
+  } else if (k->n) {
+    const entry *e = chunk_of(b, k);
+    uint32_t i = pos_ge(e, k->n, size, addr);
+    if (i > 0) return put(&e[i - 1], out);
   }
-  return fill(best, out);
+  return c > 0 && class_max(b, find_le(b, c - 1), out);
 }
 
-bool grt__bins_first(const grt__bins *b, grt__bin_entry *out) {
-  const node *n = b->root;
-  while (n && n->left) n = n->left;
-  return fill(n, out);
-}
+bool grt__bins_first(const grt__bins *b, grt__bin_entry *out) { return class_min(b, find_ge(b, 0), out); }
 
 bool grt__bins_last(const grt__bins *b, grt__bin_entry *out) {
-  const node *n = b->root;
-  while (n && n->right) n = n->right;
-  return fill(n, out);
+  return class_max(b, find_le(b, NCLASS - 1), out);
 }
 
 size_t grt__bins_count(const grt__bins *b) { return b->count; }

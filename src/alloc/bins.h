@@ -5,8 +5,13 @@
  * address — PyTorch's std::set<Block*> order within one stream. Iteration
  * (next/prev) walks the same order, as release_cached_blocks does.
  *
- * Implementation: bins.c. Any replacement must return exactly the same
- * entries for every call (the differential and fidelity tests check it).
+ * Implementation: bins.c, a size-class index (two-level bitmap over TLSF-style
+ * classes, a short sorted array per class): lower_bound, insert and erase cost
+ * O(1) bit scans plus a search inside one small class; next/prev/first/last
+ * likewise. It returns exactly the entries the ordered tree (ordered_tree.h,
+ * grt__otree_*) returns for every call; tests/test_bins_index.c checks it on
+ * millions of random operations. Entry storage is pooled (no malloc in steady
+ * state); metadata never lives in the managed ranges.
  * Not thread-safe: the owning allocator's lock guards it.
  */
 #ifndef GRT_ALLOC_BINS_H

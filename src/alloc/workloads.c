@@ -1,0 +1,204 @@
+/* workloads.c — W1/W2 churn runners over the range allocator (see workloads.h).
+ *
+ * One run: draw the op stream (untimed), create a fresh range, fill the slots
+ * (untimed), time the iterations with CLOCK_MONOTONIC, destroy. Every run of a
+ * config sees the same stream, so failures and the checksum must repeat
+ * exactly; a difference is reported as GRT_ERR_INTERNAL.
+ */
+#include "alloc/workloads.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#include "alloc/range_alloc.h"
+#include "base/rng.h"
+
+#define EMPTY_SLOT UINT64_MAX
+
+typedef struct op_stream {
+  uint64_t *fill_size; /* [slots] */
+  uint32_t *slot;      /* [iterations] */
+  uint64_t *size;      /* [iterations] */
+} op_stream;
+
+static uint64_t draw_size(grt__rng *r, const grt__churn_config *c) {
+  uint64_t s = grt__rng_log_uniform(r, c->min_size, c->max_size);
+  return (s + c->granule - 1) & ~(c->granule - 1);
+}
+
+static void stream_free(op_stream *s) {
+  free(s->fill_size);
+  free(s->slot);
+  free(s->size);
+}
+
+static grt_status stream_draw(const grt__churn_config *c, op_stream *s) {
+  s->fill_size = malloc(c->slots * sizeof *s->fill_size);
+  s->slot = malloc(c->iterations * sizeof *s->slot);
+  s->size = malloc(c->iterations * sizeof *s->size);
+  if (!s->fill_size || !s->slot || !s->size) {
+    stream_free(s);
+    return GRT_ERR_NOMEM;
+  }
+  grt__rng r;
+  grt__rng_seed(&r, c->seed);
+  for (uint32_t i = 0; i < c->slots; i++) s->fill_size[i] = draw_size(&r, c);
+  for (uint32_t i = 0; i < c->iterations; i++) {
+    s->slot[i] = (uint32_t)grt__rng_below(&r, c->slots);
+    s->size[i] = draw_size(&r, c);
+  }
+  return GRT_OK;
+}
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static inline uint64_t mix(uint64_t ck, uint64_t off) { return ck * 0x100000001b3ULL ^ off; }
+
+/* The loop without an allocator: same reads, same slot bookkeeping. */
+static double run_harness(const grt__churn_config *c, const op_stream *s, uint64_t *live,
+                          grt__churn_result *res) {
+  uint64_t ck = 0;
+  for (uint32_t i = 0; i < c->slots; i++) live[i] = s->fill_size[i];
+  double t0 = now_ns();
+  for (uint32_t i = 0; i < c->iterations; i++) {
+    uint32_t k = s->slot[i];
+    if (live[k] != EMPTY_SLOT) ck = mix(ck, live[k]);
+    live[k] = s->size[i];
+  }
+  double t1 = now_ns();
+  res->checksum = ck;
+  return t1 - t0;
+}
+
+/* One timed run on a fresh range; GRT_OK or an error. *elapsed in ns. */
+static grt_status run_range(const grt__churn_config *c, grt__index_kind kind, const op_stream *s,
+                            uint64_t *live, grt__churn_result *res, double *elapsed) {
+  grt__range *r;
+  grt_status st = grt__range_create(c->capacity, kind, &r);
+  if (st) return st;
+  *res = (grt__churn_result){0};
+  for (uint32_t i = 0; i < c->slots; i++) {
+    st = grt__range_alloc(r, s->fill_size[i], &live[i]);
+    if (st == GRT_ERR_OOM) {
+      live[i] = EMPTY_SLOT;
+      res->fill_failures++;
+    } else if (st) {
+      goto out;
+    }
+  }
+  uint64_t ck = 0, failures = 0;
+  double t0 = now_ns();
+  for (uint32_t i = 0; i < c->iterations; i++) {
+    uint32_t k = s->slot[i];
+    if (live[k] != EMPTY_SLOT && grt__range_free(r, live[k]) != GRT_OK) {
+      st = GRT_ERR_INTERNAL;
+      goto out;
+    }
+    st = grt__range_alloc(r, s->size[i], &live[k]);
+    if (st == GRT_OK) {
+      ck = mix(ck, live[k]);
+    } else if (st == GRT_ERR_OOM) {
+      live[k] = EMPTY_SLOT;
+      failures++;
+      /* Untimed in spirit but cheap (index maximum); counts policy losses. */
+      if (grt__range_largest_free(r) >= s->size[i]) res->failures_with_hole++;
+    } else {
+      goto out;
+    }
+  }
+  *elapsed = now_ns() - t0;
+  res->failures = failures;
+  res->checksum = ck;
+  st = GRT_OK;
+out:
+  grt__range_destroy(r);
+  return st;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static bool config_ok(const grt__churn_config *c) {
+  return c->capacity && c->slots && c->iterations && c->runs && c->min_size &&
+         c->min_size <= c->max_size && c->granule && !(c->granule & (c->granule - 1)) &&
+         c->max_size <= UINT64_MAX - c->granule;
+}
+
+grt_status grt__churn_run(const grt__churn_config *c, grt__workload_allocator alloc, grt__churn_result *out) {
+  if (!c || !out || !config_ok(c) || (unsigned)alloc >= GRT__WALLOC_COUNT) return GRT_ERR_INVALID_ARG;
+  op_stream s;
+  grt_status st = stream_draw(c, &s);
+  if (st) return st;
+  uint64_t *live = malloc(c->slots * sizeof *live);
+  double *ns = malloc(c->runs * sizeof *ns);
+  st = GRT_ERR_NOMEM;
+  if (!live || !ns) goto out;
+  grt__churn_result first = {0}, res = {0};
+  for (uint32_t run = 0; run < c->runs; run++) {
+    double elapsed = 0;
+    if (alloc == GRT__WALLOC_HARNESS) {
+      res = (grt__churn_result){0};
+      elapsed = run_harness(c, &s, live, &res);
+    } else if ((st = run_range(c, (grt__index_kind)alloc, &s, live, &res, &elapsed))) {
+      goto out;
+    }
+    if (run == 0) first = res;
+    if (res.failures != first.failures || res.checksum != first.checksum) {
+      st = GRT_ERR_INTERNAL; /* same stream, different choices: a bug */
+      goto out;
+    }
+    ns[run] = elapsed / c->iterations;
+  }
+  qsort(ns, c->runs, sizeof *ns, cmp_double);
+  *out = first;
+  out->ns_per_pair = c->runs % 2 ? ns[c->runs / 2] : (ns[c->runs / 2 - 1] + ns[c->runs / 2]) / 2;
+  st = GRT_OK;
+out:
+  free(ns);
+  free(live);
+  stream_free(&s);
+  return st;
+}
+
+void grt__w1_config(grt__churn_config *c, uint64_t seed, uint32_t runs) {
+  *c = (grt__churn_config){.capacity = 8 * GRT_GiB,
+                           .slots = 1000,
+                           .iterations = 1000000,
+                           .min_size = 512,
+                           .max_size = 64 * GRT_MiB,
+                           .granule = 256,
+                           .seed = seed,
+                           .runs = runs};
+}
+
+void grt__w2_config(grt__churn_config *c, uint64_t seed, uint32_t runs) {
+  grt__w1_config(c, seed, runs);
+  c->slots = 1200;
+}
+
+grt_status grt__w1_run(grt__workload_allocator alloc, uint64_t seed, uint32_t runs, grt__churn_result *out) {
+  grt__churn_config c;
+  grt__w1_config(&c, seed, runs);
+  return grt__churn_run(&c, alloc, out);
+}
+
+grt_status grt__w2_run(grt__workload_allocator alloc, uint64_t seed, uint32_t runs, grt__churn_result *out) {
+  grt__churn_config c;
+  grt__w2_config(&c, seed, runs);
+  return grt__churn_run(&c, alloc, out);
+}
+
+const char *grt__workload_allocator_name(grt__workload_allocator alloc) {
+  switch (alloc) {
+    case GRT__WALLOC_BINS: return "bins";
+    case GRT__WALLOC_OTREE: return "otree";
+    case GRT__WALLOC_HARNESS: return "harness";
+    default: return NULL;
+  }
+}

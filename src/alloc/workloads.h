@@ -1,0 +1,65 @@
+/* workloads.h — the allocator benchmark workloads W1 and W2 (internal).
+ *
+ * Defined in ../shared/reference/anchors.md (the peer figures are there too):
+ *   W1 "random-8g": an 8 GiB range (offsets only), sizes log-uniform in
+ *      [512 B, 64 MiB] rounded up to 256 B; fill 1000 slots (untimed), then
+ *      1,000,000 timed iterations: free a uniformly random slot, allocate a new
+ *      size into it. Seed 42. Figure: ns per free+alloc pair.
+ *   W2: the same with 1200 slots (~80% mean demand). Figure: failed
+ *      allocations per 1e6 iterations, and how many of those failed although
+ *      one free range was large enough (0 for exact best fit).
+ * A failed allocation leaves its slot empty; freeing an empty slot is skipped.
+ *
+ * The operation stream (slot, size) does not depend on the allocator, so it is
+ * drawn up front from base/rng.h (xoshiro256**) and the timed loop only reads
+ * it; the "harness" allocator runs the same loop without an allocator, giving
+ * the loop's own cost. Our PRNG stream differs from the peers', so failure
+ * counts compare with theirs only statistically; between our allocators they
+ * compare exactly (same stream).
+ *
+ * Used by bench/bench_index.c and, later, the `gpurt bench` command.
+ */
+#ifndef GRT_ALLOC_WORKLOADS_H
+#define GRT_ALLOC_WORKLOADS_H
+
+#include <stdint.h>
+
+#include "alloc/block_index.h"
+
+typedef enum grt__workload_allocator {
+  GRT__WALLOC_BINS = GRT__INDEX_BINS,   /* range allocator on the size-class index */
+  GRT__WALLOC_OTREE = GRT__INDEX_OTREE, /* range allocator on the ordered tree */
+  GRT__WALLOC_HARNESS,                  /* the loop alone, no allocator */
+  GRT__WALLOC_COUNT
+} grt__workload_allocator;
+
+typedef struct grt__churn_config {
+  uint64_t capacity;   /* bytes in the range */
+  uint32_t slots;      /* live-block slots filled before timing */
+  uint32_t iterations; /* timed free+alloc pairs */
+  uint64_t min_size, max_size; /* log-uniform bounds, bytes */
+  uint64_t granule;    /* sizes rounded up to a multiple of this (power of two) */
+  uint64_t seed;
+  uint32_t runs;       /* timed repetitions; ns_per_pair is their median (>= 1) */
+} grt__churn_config;
+
+typedef struct grt__churn_result {
+  double ns_per_pair;          /* median over runs of timed ns / iterations */
+  uint64_t failures;           /* failed allocations in the timed iterations */
+  uint64_t failures_with_hole; /* of those, failed although largest free >= size */
+  uint64_t fill_failures;      /* failed allocations while filling (untimed) */
+  uint64_t checksum;           /* mixes every offset handed out: equal for equal choices */
+} grt__churn_result;
+
+/* W1 / W2 as defined above with the given seed and number of timed runs. */
+void grt__w1_config(grt__churn_config *cfg, uint64_t seed, uint32_t runs);
+void grt__w2_config(grt__churn_config *cfg, uint64_t seed, uint32_t runs);
+/* Runs the churn on `alloc`. GRT_ERR_INVALID_ARG for a bad config or allocator;
+ * GRT_ERR_NOMEM; GRT_ERR_INTERNAL if the allocator misbehaves (a bug). */
+grt_status grt__churn_run(const grt__churn_config *cfg, grt__workload_allocator alloc, grt__churn_result *out);
+grt_status grt__w1_run(grt__workload_allocator alloc, uint64_t seed, uint32_t runs, grt__churn_result *out);
+grt_status grt__w2_run(grt__workload_allocator alloc, uint64_t seed, uint32_t runs, grt__churn_result *out);
+/* "bins", "otree" or "harness"; NULL for an unknown value. */
+const char *grt__workload_allocator_name(grt__workload_allocator alloc);
+
+#endif

@@ -1,0 +1,189 @@
+/* test_range_alloc.c — the exact best-fit offset allocator over one range.
+ *
+ * Random alloc/free sequences run on two allocators in lockstep, one per index
+ * kind: they must hand out identical offsets and fail identically (both are
+ * exact best fit), and the structure walker must pass after every step. A
+ * shadow list of live blocks checks that live blocks never overlap and that
+ * live + free bytes add up to the capacity.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "alloc/range_alloc.h"
+#include "alloc/workloads.h"
+#include "base/rng.h"
+
+typedef struct live {
+  uint64_t off, size;
+} live;
+
+static int cmp_live(const void *a, const void *b) {
+  const live *x = a, *y = b;
+  return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static void check_no_overlap(live *l, size_t n, uint64_t capacity, uint64_t free_bytes) {
+  live *s = malloc((n ? n : 1) * sizeof *s);
+  assert_non_null(s);
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (l[i].size) s[m++] = l[i];
+  n = m;
+  qsort(s, n, sizeof *s, cmp_live);
+  uint64_t used = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i) assert_true(s[i - 1].off + s[i - 1].size <= s[i].off);
+    assert_true(s[i].off + s[i].size <= capacity);
+    used += s[i].size;
+  }
+  assert_int_equal(used + free_bytes, capacity);
+  free(s);
+}
+
+static void test_basic_best_fit_and_merge(void **state) {
+  (void)state;
+  for (int kind = 0; kind < GRT__INDEX_KIND_COUNT; kind++) {
+    grt__range *r;
+    uint64_t a, b, c, d, x;
+    assert_int_equal(grt__range_create(1000, (grt__index_kind)kind, &r), GRT_OK);
+    assert_int_equal(grt__range_alloc(r, 100, &a), GRT_OK); /* [0,100) */
+    assert_int_equal(grt__range_alloc(r, 50, &b), GRT_OK);  /* [100,150) */
+    assert_int_equal(grt__range_alloc(r, 30, &c), GRT_OK);  /* [150,180) */
+    assert_int_equal(grt__range_alloc(r, 40, &d), GRT_OK);  /* [180,220) */
+    assert_int_equal(a, 0);
+    assert_int_equal(d, 180);
+    assert_int_equal(grt__range_free(r, a), GRT_OK); /* holes: 100 @0, 780 @220 */
+    assert_int_equal(grt__range_free(r, c), GRT_OK); /* + 30 @150 */
+    assert_int_equal(grt__range_free_count(r), 3);
+    assert_int_equal(grt__range_alloc(r, 30, &x), GRT_OK); /* exact fit */
+    assert_int_equal(x, 150);
+    assert_int_equal(grt__range_alloc(r, 31, &x), GRT_OK); /* best fit: the 100 hole */
+    assert_int_equal(x, 0);
+    assert_int_equal(grt__range_free(r, x), GRT_OK);
+    assert_int_equal(grt__range_free(r, 150), GRT_OK);
+    assert_int_equal(grt__range_free(r, b), GRT_OK); /* merges 0..180 into one */
+    assert_int_equal(grt__range_free_count(r), 2);
+    assert_int_equal(grt__range_largest_free(r), 780);
+    assert_int_equal(grt__range_free(r, d), GRT_OK); /* everything merges */
+    assert_int_equal(grt__range_free_count(r), 1);
+    assert_int_equal(grt__range_largest_free(r), 1000);
+    assert_int_equal(grt__range_free_bytes(r), 1000);
+    assert_int_equal(grt__range_check(r), GRT_OK);
+    grt__range_destroy(r);
+  }
+}
+
+static void test_errors(void **state) {
+  (void)state;
+  grt__range *r = NULL;
+  uint64_t o, o2;
+  assert_int_equal(grt__range_create(0, GRT__INDEX_BINS, &r), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__range_create(10, (grt__index_kind)7, &r), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__range_create(4096, GRT__INDEX_BINS, &r), GRT_OK);
+  assert_int_equal(grt__range_alloc(r, 0, &o), GRT_ERR_SIZE);
+  assert_int_equal(grt__range_alloc(r, 4097, &o), GRT_ERR_SIZE);
+  assert_int_equal(grt__range_alloc(r, 4096, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__range_alloc(r, 4000, &o), GRT_OK);
+  assert_int_equal(grt__range_alloc(r, 97, &o2), GRT_ERR_OOM);
+  assert_int_equal(grt__range_free(r, 4000), GRT_ERR_DOUBLE_FREE); /* a free range starts there */
+  assert_int_equal(grt__range_free(r, 17), GRT_ERR_UNKNOWN_POINTER);
+  assert_int_equal(grt__range_free(r, o), GRT_OK);
+  assert_int_equal(grt__range_free(r, o), GRT_ERR_DOUBLE_FREE);
+  assert_int_equal(grt__range_check(r), GRT_OK);
+  assert_int_equal(grt__range_free_bytes(r), 4096);
+  grt__range_destroy(r);
+  grt__range_destroy(NULL);
+}
+
+/* Random churn on both index kinds in lockstep, checked after every step. */
+static void churn(uint64_t capacity, int slots, int steps, bool granular, uint64_t seed) {
+  grt__range *r[GRT__INDEX_KIND_COUNT];
+  for (int k = 0; k < GRT__INDEX_KIND_COUNT; k++)
+    assert_int_equal(grt__range_create(capacity, (grt__index_kind)k, &r[k]), GRT_OK);
+  live *l = calloc((size_t)slots, sizeof *l); /* size 0: empty slot */
+  assert_non_null(l);
+  grt__rng g;
+  grt__rng_seed(&g, seed);
+  for (int step = 0; step < steps; step++) {
+    size_t s = (size_t)grt__rng_below(&g, (uint64_t)slots);
+    if (l[s].size) {
+      for (int k = 0; k < GRT__INDEX_KIND_COUNT; k++) assert_int_equal(grt__range_free(r[k], l[s].off), GRT_OK);
+      /* DOUBLE_FREE while a free range starts there; merged into its left neighbour,
+       * the offset starts nothing any more: UNKNOWN_POINTER. Never a success. */
+      grt_status again = grt__range_free(r[0], l[s].off);
+      assert_true(again == GRT_ERR_DOUBLE_FREE || again == GRT_ERR_UNKNOWN_POINTER);
+      l[s].size = 0;
+    } else {
+      uint64_t size = grt__rng_log_uniform(&g, 1, capacity / 8);
+      if (granular) size = (size + 255) & ~(uint64_t)255;
+      uint64_t off[GRT__INDEX_KIND_COUNT];
+      grt_status st = grt__range_alloc(r[0], size, &off[0]);
+      assert_true(st == GRT_OK || st == GRT_ERR_OOM);
+      if (st == GRT_ERR_OOM) assert_true(grt__range_largest_free(r[0]) < size);
+      for (int k = 1; k < GRT__INDEX_KIND_COUNT; k++) {
+        assert_int_equal(grt__range_alloc(r[k], size, &off[k]), st);
+        if (st == GRT_OK) assert_int_equal(off[k], off[0]);
+      }
+      if (st == GRT_OK) l[s] = (live){off[0], size};
+    }
+    for (int k = 0; k < GRT__INDEX_KIND_COUNT; k++) {
+      assert_int_equal(grt__range_check(r[k]), GRT_OK);
+      assert_int_equal(grt__range_free_bytes(r[k]), grt__range_free_bytes(r[0]));
+    }
+    if (step % 64 == 0) check_no_overlap(l, (size_t)slots, capacity, grt__range_free_bytes(r[0]));
+  }
+  /* Free everything: one range again. */
+  for (int s = 0; s < slots; s++)
+    if (l[s].size)
+      for (int k = 0; k < GRT__INDEX_KIND_COUNT; k++) assert_int_equal(grt__range_free(r[k], l[s].off), GRT_OK);
+  for (int k = 0; k < GRT__INDEX_KIND_COUNT; k++) {
+    assert_int_equal(grt__range_free_count(r[k]), 1);
+    assert_int_equal(grt__range_largest_free(r[k]), capacity);
+    grt__range_destroy(r[k]);
+  }
+  free(l);
+}
+
+static void test_churn_small(void **state) {
+  (void)state;
+  churn(1 << 16, 160, 40000, false, 1); /* arbitrary sizes, frequent OOM */
+}
+
+static void test_churn_granular(void **state) {
+  (void)state;
+  churn(8 * GRT_GiB, 300, 40000, true, 2); /* 256-byte multiples, W1-like */
+}
+
+/* The W2 runner at a small scale: both indexes make identical choices (same
+ * checksum, same failures) and exact best fit never fails with a big-enough hole. */
+static void test_workload_runner_agrees(void **state) {
+  (void)state;
+  grt__churn_config c;
+  grt__w2_config(&c, 5, 1);
+  c.iterations = 20000;
+  grt__churn_result res[GRT__WALLOC_COUNT];
+  for (int a = 0; a < GRT__WALLOC_COUNT; a++)
+    assert_int_equal(grt__churn_run(&c, (grt__workload_allocator)a, &res[a]), GRT_OK);
+  assert_int_equal(res[GRT__WALLOC_BINS].checksum, res[GRT__WALLOC_OTREE].checksum);
+  assert_int_equal(res[GRT__WALLOC_BINS].failures, res[GRT__WALLOC_OTREE].failures);
+  assert_int_equal(res[GRT__WALLOC_BINS].failures_with_hole, 0);
+  assert_int_equal(res[GRT__WALLOC_HARNESS].failures, 0);
+  c.granule = 3; /* not a power of two */
+  assert_int_equal(grt__churn_run(&c, GRT__WALLOC_BINS, &res[0]), GRT_ERR_INVALID_ARG);
+  assert_null(grt__workload_allocator_name(GRT__WALLOC_COUNT));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_basic_best_fit_and_merge),
+      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_churn_small),
+      cmocka_unit_test(test_churn_granular),
+      cmocka_unit_test(test_workload_runner_agrees),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
