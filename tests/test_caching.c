@@ -520,6 +520,35 @@ static void test_policy_options(void **state) {
   drop_fixture(&fx);
 }
 
+/* Rebuilding a recorded state: segments at recorded addresses, live blocks at recorded offsets. */
+static void test_import_state(void **state) {
+  (void)state;
+  fixture fx = make_fixture("caching", GRT_GiB, NULL);
+  grt_device_config dc;
+  grt_device_config_default(&dc);
+  grt_devptr base = dc.base_address + 100 * MiB;
+  assert_int_equal(grt_alloc_import_segment(fx.a, base, 20 * MiB, 3, 1), GRT_OK);
+  assert_int_equal(grt_alloc_import_segment(fx.a, base + 10 * MiB, 2 * MiB, 3, 0), GRT_ERR_OOM); /* taken */
+  assert_int_equal(grt_alloc_import_block(fx.a, base + 4 * MiB, 4 * MiB, 4 * MiB - 100), GRT_OK);
+  assert_int_equal(grt_alloc_import_block(fx.a, base + 6 * MiB, MiB, MiB), GRT_ERR_INVALID_ARG); /* not free */
+  assert_consistent(fx.a);
+  grt_alloc_stats s = stats_of(fx.a);
+  assert_int_equal(s.reserved_bytes[GRT_STAT_LARGE_POOL].current, 20 * MiB);
+  assert_int_equal(s.allocated_bytes[GRT_STAT_LARGE_POOL].current, 4 * MiB);
+  assert_int_equal(s.inactive_split[GRT_STAT_ALL].current, 2);
+  assert_int_equal(s.num_device_alloc, 0);
+  /* The replay continues from there: best fit picks the 4 MiB hole in front. */
+  assert_int_equal(must_malloc(fx.a, 3 * MiB, 3), base);
+  assert_int_equal(grt_alloc_free(fx.a, base + 4 * MiB), GRT_OK);
+  /* The device placement hint hands out a recorded segment address. */
+  assert_int_equal(grt_device_set_next_address(fx.dev, base + 200 * MiB), GRT_OK);
+  assert_int_equal(must_malloc(fx.a, 30 * MiB, 0), base + 200 * MiB);
+  drop_fixture(&fx);
+  fx = make_fixture("naive", GRT_GiB, NULL);
+  assert_int_equal(grt_alloc_import_segment(fx.a, base, 20 * MiB, 0, 1), GRT_ERR_UNSUPPORTED);
+  drop_fixture(&fx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rounding),
@@ -541,6 +570,7 @@ int main(void) {
       cmocka_unit_test(test_memory_fraction_and_gc),
       cmocka_unit_test(test_naive),
       cmocka_unit_test(test_policy_options),
+      cmocka_unit_test(test_import_state),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

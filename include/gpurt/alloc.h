@@ -137,6 +137,20 @@ GRT_API const char *grt_alloc_policy(const grt_allocator *a);
  * pointer stays valid until the next call on the allocator. */
 GRT_API const char *grt_alloc_last_error(const grt_allocator *a);
 
+/* ---- rebuilding a recorded state (the replayer's fidelity mode; "caching" only) ---- */
+
+/* Adds a segment that already existed when a recording began: placed on the
+ * device at exactly base (GRT_ERR_OOM when that range is taken), one free
+ * block, counted as reserved like any segment. is_large picks the pool. */
+GRT_API grt_status grt_alloc_import_segment(grt_allocator *a, grt_devptr base, uint64_t size, grt_stream_id stream,
+                                            int is_large);
+
+/* Marks [addr, addr + size) allocated (requested bytes asked for) inside a
+ * free block of an imported segment, splitting free space off before and
+ * after it. GRT_ERR_INVALID_ARG when the range is not wholly inside one free
+ * block or is not 512-aligned. */
+GRT_API grt_status grt_alloc_import_block(grt_allocator *a, grt_devptr addr, uint64_t size, uint64_t requested);
+
 /* ---- statistics: torch.cuda.memory_stats() ---- */
 
 typedef struct grt_stat {

@@ -65,6 +65,11 @@ GRT_API grt_status grt_device_malloc(grt_device *dev, uint64_t size, grt_devptr 
  * segments). GRT_ERR_OOM when [addr, addr+size) is not wholly free. */
 GRT_API grt_status grt_device_malloc_at(grt_device *dev, grt_devptr addr, uint64_t size);
 
+/* Placement hint for the next malloc only: try exactly addr first, fall back
+ * to first fit when that range is not free. Replay devices use it to hand out
+ * recorded segment addresses. 0 clears the hint. */
+GRT_API grt_status grt_device_set_next_address(grt_device *dev, grt_devptr addr);
+
 /* Frees a segment (one device-wide sync). GRT_ERR_DOUBLE_FREE for an address
  * that was freed, GRT_ERR_INTERIOR_POINTER inside a live segment,
  * GRT_ERR_UNKNOWN_POINTER otherwise; the device is unchanged on error. */

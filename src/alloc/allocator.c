@@ -111,6 +111,22 @@ grt_status grt_alloc_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size
   LOCKED_CALL(a, a->ops->block_info(a, ptr, size, requested));
 }
 
+grt_status grt_alloc_import_segment(grt_allocator *a, grt_devptr base, uint64_t size, grt_stream_id stream,
+                                    int is_large) {
+  if (!a) return GRT_ERR_INVALID_ARG;
+  if (!a->ops->import_segment) return GRT_ERR_UNSUPPORTED;
+  if (size == 0 || size % GRT_MIN_BLOCK_SIZE || base % GRT_MIN_BLOCK_SIZE || size > GRT__MAX_REQUEST)
+    return GRT_ERR_INVALID_ARG;
+  LOCKED_CALL(a, a->ops->import_segment(a, base, size, stream, is_large));
+}
+
+grt_status grt_alloc_import_block(grt_allocator *a, grt_devptr addr, uint64_t size, uint64_t requested) {
+  if (!a) return GRT_ERR_INVALID_ARG;
+  if (!a->ops->import_block) return GRT_ERR_UNSUPPORTED;
+  if (size == 0 || size % GRT_MIN_BLOCK_SIZE || addr % GRT_MIN_BLOCK_SIZE || requested > size) return GRT_ERR_INVALID_ARG;
+  LOCKED_CALL(a, a->ops->import_block(a, addr, size, requested));
+}
+
 const char *grt_alloc_policy(const grt_allocator *a) { return a ? a->ops->name : ""; }
 
 const char *grt_alloc_last_error(const grt_allocator *a) { return a ? a->last_error : ""; }

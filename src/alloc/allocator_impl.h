@@ -25,6 +25,9 @@ typedef struct grt__alloc_ops {
   void (*stats)(grt_allocator *a, grt_alloc_stats *out);
   grt_status (*snapshot)(grt_allocator *a, grt_alloc_snapshot *out);
   grt_status (*check)(grt_allocator *a, char *msg, size_t msg_size);
+  /* Optional (NULL: GRT_ERR_UNSUPPORTED): rebuilding a recorded state. */
+  grt_status (*import_segment)(grt_allocator *a, grt_devptr base, uint64_t size, grt_stream_id stream, int is_large);
+  grt_status (*import_block)(grt_allocator *a, grt_devptr addr, uint64_t size, uint64_t requested);
 } grt__alloc_ops;
 
 struct grt_allocator {

@@ -411,4 +411,6 @@ const grt__alloc_ops grt__caching_ops = {
     .stats = grt__caching_stats,
     .snapshot = grt__caching_snapshot,
     .check = grt__caching_check,
+    .import_segment = grt__caching_import_segment,
+    .import_block = grt__caching_import_block,
 };

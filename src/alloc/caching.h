@@ -97,6 +97,11 @@ void grt__caching_garbage_collect(grt_allocator *a);
 grt_status grt__caching_record_stream(grt_allocator *a, grt_devptr ptr, grt_stream_id stream);
 grt_status grt__caching_empty_cache(grt_allocator *a);
 
+/* caching_import.c */
+grt_status grt__caching_import_segment(grt_allocator *a, grt_devptr base, uint64_t size, grt_stream_id stream,
+                                       int is_large);
+grt_status grt__caching_import_block(grt_allocator *a, grt_devptr addr, uint64_t size, uint64_t requested);
+
 /* caching_inspect.c */
 grt_status grt__caching_classify(grt_allocator *a, grt_devptr ptr);
 void grt__caching_stats(grt_allocator *a, grt_alloc_stats *out);

@@ -68,7 +68,15 @@ grt_status grt_device_malloc(grt_device *dev, uint64_t size, grt_devptr *out) {
   if (size == 0 || size > dev->capacity) return GRT_ERR_SIZE;
   size = align_up(size, dev->alignment);
   pthread_mutex_lock(&dev->lock);
-  grt_status st = fault_fires(dev) ? GRT_ERR_FAULT_INJECTED : dev->ops->malloc(dev->impl, size, out);
+  grt_devptr hint = dev->next_addr;
+  dev->next_addr = 0;
+  grt_status st;
+  if (fault_fires(dev))
+    st = GRT_ERR_FAULT_INJECTED;
+  else if (hint && dev->ops->malloc_at(dev->impl, hint, size) == GRT_OK)
+    st = GRT_OK, *out = hint;
+  else
+    st = dev->ops->malloc(dev->impl, size, out);
   if (st == GRT_OK) {
     dev->malloc_calls++;
     note_in_use(dev);
@@ -94,6 +102,15 @@ grt_status grt_device_malloc_at(grt_device *dev, grt_devptr addr, uint64_t size)
   }
   pthread_mutex_unlock(&dev->lock);
   return st;
+}
+
+grt_status grt_device_set_next_address(grt_device *dev, grt_devptr addr) {
+  if (!dev) return GRT_ERR_INVALID_ARG;
+  if (addr % dev->alignment) return GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&dev->lock);
+  dev->next_addr = addr;
+  pthread_mutex_unlock(&dev->lock);
+  return GRT_OK;
 }
 
 grt_status grt_device_free(grt_device *dev, grt_devptr ptr) {

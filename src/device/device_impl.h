@@ -36,6 +36,7 @@ struct grt_device {
   uint64_t peak_bytes_in_use;
   uint64_t malloc_calls, failed_mallocs, free_calls, syncs;
   uint64_t fail_countdown; /* 0: no injected fault pending */
+  grt_devptr next_addr;    /* placement hint for the next malloc, 0 = none */
 };
 
 /* The simulated backend (device_sim.c). */

@@ -1,0 +1,128 @@
+/* caching_import.c — rebuilding a recorded allocator state.
+ *
+ * Real PyTorch snapshots start mid-run: segments and live blocks already
+ * exist when recording begins. The replayer recreates them here — segments at
+ * their recorded addresses, live blocks at their recorded offsets — so that the
+ * replay starts from the same layout PyTorch had. Imported segments count as
+ * reserved memory but not as device mallocs of the replay.
+ */
+#include <stdlib.h>
+
+#include "alloc/caching.h"
+
+grt_status grt__caching_import_segment(grt_allocator *a, grt_devptr base, uint64_t size, grt_stream_id stream,
+                                       int is_large) {
+  caching *c = a->impl;
+  cpool *pool = is_large ? &c->large : &c->small;
+  cseg *s = calloc(1, sizeof *s);
+  cblock *b = grt__cblock_new(c);
+  if (!s || !b || !grt__pool_bins(pool, stream, 1)) {
+    free(s);
+    if (b) grt__cblock_release(c, b);
+    return GRT_ERR_NOMEM;
+  }
+  grt_status st = grt_device_malloc_at(a->dev, base, size);
+  if (st) {
+    free(s);
+    grt__cblock_release(c, b);
+    grt__alloc_set_error(a, "cannot place an imported segment at 0x%llx (+%llu bytes): %s", (unsigned long long)base,
+                         (unsigned long long)size, grt_status_str(st));
+    return st;
+  }
+  *s = (cseg){base, size, pool, stream, b};
+  b->ptr = base;
+  b->size = size;
+  b->stream = stream;
+  b->pool = pool;
+  b->seg = s;
+  if ((st = grt__seg_insert(c, s)) || (st = grt__pool_insert(pool, b))) {
+    grt__seg_remove(c, s);
+    grt_device_free(a->dev, base);
+    free(s);
+    grt__cblock_release(c, b);
+    return st;
+  }
+  c->total_allocated_memory += size;
+  grt__stat_update2(a->stats.segment, pool->stat_type, 1);
+  grt__stat_update2(a->stats.reserved_bytes, pool->stat_type, (int64_t)size);
+  if (size >= a->cfg.max_split_size) grt__stat_update(&a->stats.oversize_segments, 1);
+  return GRT_OK;
+}
+
+/* Free blocks of a split segment: PyTorch's inactive_split figures. */
+static void seg_inactive_split(const cseg *s, int64_t *count, int64_t *bytes) {
+  *count = *bytes = 0;
+  if (!s->head->next) return; /* unsplit */
+  for (const cblock *b = s->head; b; b = b->next)
+    if (cblock_is_free(b)) {
+      (*count)++;
+      *bytes += (int64_t)b->size;
+    }
+}
+
+/* A free block [ptr, ptr+size) linked in before or after `at`. */
+static cblock *new_free_piece(caching *c, const cblock *like, grt_devptr ptr, uint64_t size) {
+  cblock *n = grt__cblock_new(c);
+  if (!n) return NULL;
+  n->ptr = ptr;
+  n->size = size;
+  n->stream = like->stream;
+  n->pool = like->pool;
+  n->seg = like->seg;
+  return n;
+}
+
+grt_status grt__caching_import_block(grt_allocator *a, grt_devptr addr, uint64_t size, uint64_t requested) {
+  caching *c = a->impl;
+  cseg *s = grt__seg_find(c, addr);
+  cblock *b = s ? s->head : NULL;
+  while (b && !(addr >= b->ptr && addr < b->ptr + b->size)) b = b->next;
+  if (!b || !cblock_is_free(b) || addr + size > b->ptr + b->size) {
+    grt__alloc_set_error(a, "imported block 0x%llx (+%llu) is not inside one free block", (unsigned long long)addr,
+                         (unsigned long long)size);
+    return GRT_ERR_INVALID_ARG;
+  }
+  uint64_t before = addr - b->ptr, after = b->ptr + b->size - addr - size;
+  cblock *pre = before ? new_free_piece(c, b, b->ptr, before) : NULL;
+  cblock *post = after ? new_free_piece(c, b, addr + size, after) : NULL;
+  if ((before && !pre) || (after && !post) || !grt__u64map_put(&c->active, addr, b)) {
+    if (pre) grt__cblock_release(c, pre);
+    if (post) grt__cblock_release(c, post);
+    return GRT_ERR_NOMEM;
+  }
+  int64_t n0, b0, n1, b1;
+  seg_inactive_split(s, &n0, &b0);
+  grt__pool_erase(b->pool, b);
+  if (pre) {
+    pre->prev = b->prev;
+    pre->next = b;
+    if (b->prev)
+      b->prev->next = pre;
+    else
+      s->head = pre;
+    b->prev = pre;
+    grt__pool_insert(pre->pool, pre);
+  }
+  if (post) {
+    post->next = b->next;
+    post->prev = b;
+    if (b->next) b->next->prev = post;
+    b->next = post;
+    grt__pool_insert(post->pool, post);
+  }
+  b->ptr = addr;
+  b->size = size;
+  b->allocated = 1;
+  b->requested_size = requested;
+  seg_inactive_split(s, &n1, &b1);
+  int pool = b->pool->stat_type;
+  if (n1 != n0) grt__stat_update2(a->stats.inactive_split, pool, n1 - n0);
+  if (b1 != b0) grt__stat_update2(a->stats.inactive_split_bytes, pool, b1 - b0);
+  grt__stat_update2(a->stats.allocation, pool, 1);
+  grt__stat_update2(a->stats.allocated_bytes, pool, (int64_t)size);
+  grt__stat_update2(a->stats.active, pool, 1);
+  grt__stat_update2(a->stats.active_bytes, pool, (int64_t)size);
+  grt__stat_update2(a->stats.requested_bytes, pool, (int64_t)requested);
+  if (size >= a->cfg.max_split_size) grt__stat_update(&a->stats.oversize_allocations, 1);
+  return GRT_OK;
+}
