@@ -111,6 +111,45 @@ static void test_host_backing(void **state) {
   grt_device_destroy(dev);
 }
 
+/* Reserve, map page by page (physical memory from the same capacity), unmap, release. */
+static void test_virtual_memory(void **state) {
+  (void)state;
+  grt_device_config cfg;
+  grt_device_config_default(&cfg);
+  cfg.capacity = 16 * GRT_MiB;
+  cfg.host_backing = 1;
+  grt_device *dev;
+  assert_int_equal(grt_device_create(&cfg, &dev), GRT_OK);
+  uint64_t g;
+  assert_int_equal(grt_device_granularity(dev, &g), GRT_OK);
+  assert_int_equal(g, 2 * GRT_MiB);
+  grt_devptr va, seg;
+  assert_int_equal(grt_device_reserve(dev, 64 * GRT_MiB, &va), GRT_OK); /* more than capacity: VA only */
+  assert_int_equal(grt_device_malloc(dev, 10 * GRT_MiB, &seg), GRT_OK);
+  assert_int_equal(grt_device_map(dev, va + 2 * g, 4 * GRT_MiB), GRT_OK);
+  assert_int_equal(grt_device_map(dev, va + 2 * g, 2 * GRT_MiB), GRT_ERR_INVALID_ARG); /* mapped already */
+  assert_int_equal(grt_device_map(dev, va + 8 * g, 4 * GRT_MiB), GRT_ERR_OOM);         /* 2 MiB left */
+  grt_device_stats s;
+  grt_device_get_stats(dev, &s);
+  assert_int_equal(s.bytes_in_use, 14 * GRT_MiB);
+  assert_int_equal(s.mapped_bytes, 4 * GRT_MiB);
+  assert_int_equal(s.segments, 1);
+  assert_int_equal(s.map_calls, 1);
+  void *p;
+  assert_int_equal(grt_device_host_ptr(dev, va + 2 * g + 100, 1000, &p), GRT_OK);
+  assert_int_equal(grt_device_host_ptr(dev, va, 1, &p), GRT_ERR_UNKNOWN_POINTER); /* unmapped page */
+  assert_int_equal(grt_device_release(dev, va), GRT_ERR_BUSY);
+  assert_int_equal(grt_device_unmap(dev, va + 2 * g, 4 * GRT_MiB), GRT_OK);
+  assert_int_equal(grt_device_unmap(dev, va + 2 * g, 2 * GRT_MiB), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_device_destroy(dev), GRT_ERR_BUSY);
+  assert_int_equal(grt_device_release(dev, va), GRT_OK);
+  assert_int_equal(grt_device_free(dev, seg), GRT_OK);
+  grt_device_get_stats(dev, &s);
+  assert_int_equal(s.bytes_in_use, 0);
+  assert_int_equal(s.syncs, 2);
+  assert_int_equal(grt_device_destroy(dev), GRT_OK);
+}
+
 static void test_status_strings(void **state) {
   (void)state;
   assert_string_equal(grt_status_name(GRT_ERR_OOM), "GRT_ERR_OOM");
@@ -126,6 +165,7 @@ int main(void) {
       cmocka_unit_test(test_errors_leave_state_intact),
       cmocka_unit_test(test_malloc_at_and_fault_injection),
       cmocka_unit_test(test_host_backing),
+      cmocka_unit_test(test_virtual_memory),
       cmocka_unit_test(test_status_strings),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,7 +44,11 @@ typedef struct grt_device_stats {
   uint64_t malloc_calls;      /* successful mallocs */
   uint64_t failed_mallocs;    /* mallocs that returned GRT_ERR_OOM (or an injected fault) */
   uint64_t free_calls;        /* successful frees */
-  uint64_t syncs;             /* device-wide synchronizations (one per free) */
+  uint64_t syncs;             /* device-wide synchronizations (one per free or unmap) */
+  uint64_t map_calls;         /* successful grt_device_map calls */
+  uint64_t unmap_calls;       /* successful grt_device_unmap calls */
+  uint64_t mapped_bytes;      /* physical bytes mapped into reservations (part of bytes_in_use) */
+  uint64_t reserved_va_bytes; /* virtual address space reserved (no physical memory) */
 } grt_device_stats;
 
 /* Fills cfg with defaults: 1 GiB capacity, base 0x7f0000000000, 512-byte alignment. */
@@ -90,6 +94,24 @@ GRT_API grt_status grt_device_host_ptr(grt_device *dev, grt_devptr ptr, uint64_t
 /* Fault injection: the nth malloc from now fails with GRT_ERR_FAULT_INJECTED
  * (n = 1: the next one); 0 clears it. */
 GRT_API grt_status grt_device_inject_malloc_failure(grt_device *dev, uint64_t nth);
+
+/* ---- virtual memory: cuMemAddressReserve / cuMemCreate + cuMemMap ----
+ * A reservation is address space only; mapping backs whole pages of it with
+ * physical memory (taken from the same capacity, page by page, first fit) and
+ * counts like a device malloc; unmapping returns the pages (a device sync).
+ * Expandable segments are built on this. */
+
+/* The mapping granularity (2 MiB). */
+GRT_API grt_status grt_device_granularity(grt_device *dev, uint64_t *bytes);
+/* Reserves size bytes of address space (a multiple of the granularity). */
+GRT_API grt_status grt_device_reserve(grt_device *dev, uint64_t size, grt_devptr *va);
+/* Maps [va, va+size): inside one reservation, granularity-aligned, not mapped yet.
+ * GRT_ERR_OOM (nothing mapped) when the device lacks the pages. */
+GRT_API grt_status grt_device_map(grt_device *dev, grt_devptr va, uint64_t size);
+/* Unmaps [va, va+size), which must be wholly mapped. */
+GRT_API grt_status grt_device_unmap(grt_device *dev, grt_devptr va, uint64_t size);
+/* Frees a reservation; GRT_ERR_BUSY while any page of it is mapped. */
+GRT_API grt_status grt_device_release(grt_device *dev, grt_devptr va);
 
 /* Calls fn(ctx, address, size) for each live segment in address order. */
 typedef void (*grt_device_segment_fn)(void *ctx, grt_devptr address, uint64_t size);

@@ -43,7 +43,7 @@ grt_status grt_device_destroy(grt_device *dev) {
   pthread_mutex_lock(&dev->lock);
   dev->ops->memory_stats(dev->impl, &s);
   pthread_mutex_unlock(&dev->lock);
-  if (s.segments) return GRT_ERR_BUSY;
+  if (s.segments || s.reserved_va_bytes) return GRT_ERR_BUSY;
   dev->ops->destroy(dev->impl);
   pthread_mutex_destroy(&dev->lock);
   free(dev);
@@ -143,6 +143,8 @@ grt_status grt_device_get_stats(grt_device *dev, grt_device_stats *out) {
   s.failed_mallocs = dev->failed_mallocs;
   s.free_calls = dev->free_calls;
   s.syncs = dev->syncs;
+  s.map_calls = dev->map_calls;
+  s.unmap_calls = dev->unmap_calls;
   pthread_mutex_unlock(&dev->lock);
   s.free_bytes = s.capacity - s.bytes_in_use;
   *out = s;
@@ -181,4 +183,68 @@ grt_status grt_device_walk_segments(grt_device *dev, grt_device_segment_fn fn, v
   dev->ops->walk(dev->impl, fn, ctx);
   pthread_mutex_unlock(&dev->lock);
   return GRT_OK;
+}
+
+/* ---- virtual memory ---- */
+
+grt_status grt_device_granularity(grt_device *dev, uint64_t *bytes) {
+  if (!dev || !bytes) return GRT_ERR_INVALID_ARG;
+  if (!dev->ops->reserve) return GRT_ERR_UNSUPPORTED;
+  *bytes = dev->ops->granularity;
+  return GRT_OK;
+}
+
+static grt_status check_vm_range(grt_device *dev, grt_devptr va, uint64_t size) {
+  if (!dev) return GRT_ERR_INVALID_ARG;
+  if (!dev->ops->reserve) return GRT_ERR_UNSUPPORTED;
+  uint64_t g = dev->ops->granularity;
+  if (size == 0 || size % g || va % g) return GRT_ERR_INVALID_ARG;
+  return GRT_OK;
+}
+
+grt_status grt_device_reserve(grt_device *dev, uint64_t size, grt_devptr *va) {
+  grt_status st = check_vm_range(dev, 0, size);
+  if (st) return st;
+  if (!va) return GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&dev->lock);
+  st = dev->ops->reserve(dev->impl, size, va);
+  pthread_mutex_unlock(&dev->lock);
+  return st;
+}
+
+grt_status grt_device_map(grt_device *dev, grt_devptr va, uint64_t size) {
+  grt_status st = check_vm_range(dev, va, size);
+  if (st) return st;
+  pthread_mutex_lock(&dev->lock);
+  st = fault_fires(dev) ? GRT_ERR_FAULT_INJECTED : dev->ops->map(dev->impl, va, size);
+  if (st == GRT_OK) {
+    dev->map_calls++;
+    note_in_use(dev);
+  } else if (st == GRT_ERR_OOM || st == GRT_ERR_FAULT_INJECTED) {
+    dev->failed_mallocs++;
+  }
+  pthread_mutex_unlock(&dev->lock);
+  return st;
+}
+
+grt_status grt_device_unmap(grt_device *dev, grt_devptr va, uint64_t size) {
+  grt_status st = check_vm_range(dev, va, size);
+  if (st) return st;
+  pthread_mutex_lock(&dev->lock);
+  st = dev->ops->unmap(dev->impl, va, size);
+  if (st == GRT_OK) {
+    dev->unmap_calls++;
+    dev->syncs++; /* unmapping waits for the work that used the pages */
+  }
+  pthread_mutex_unlock(&dev->lock);
+  return st;
+}
+
+grt_status grt_device_release(grt_device *dev, grt_devptr va) {
+  if (!dev) return GRT_ERR_INVALID_ARG;
+  if (!dev->ops->release) return GRT_ERR_UNSUPPORTED;
+  pthread_mutex_lock(&dev->lock);
+  grt_status st = dev->ops->release(dev->impl, va);
+  pthread_mutex_unlock(&dev->lock);
+  return st;
 }

@@ -25,6 +25,12 @@ typedef struct grt__device_ops {
   uint64_t (*bytes_in_use)(void *impl); /* cheap: called after every malloc */
   void (*walk)(void *impl, grt_device_segment_fn fn, void *ctx);
   void (*destroy)(void *impl);
+  /* Virtual memory; NULL when the backend has none (GRT_ERR_UNSUPPORTED). */
+  uint64_t granularity;
+  grt_status (*reserve)(void *impl, uint64_t size, grt_devptr *va);
+  grt_status (*map)(void *impl, grt_devptr va, uint64_t size);
+  grt_status (*unmap)(void *impl, grt_devptr va, uint64_t size);
+  grt_status (*release)(void *impl, grt_devptr va);
 } grt__device_ops;
 
 struct grt_device {
@@ -34,7 +40,7 @@ struct grt_device {
   uint64_t alignment;
   uint64_t capacity;
   uint64_t peak_bytes_in_use;
-  uint64_t malloc_calls, failed_mallocs, free_calls, syncs;
+  uint64_t malloc_calls, failed_mallocs, free_calls, syncs, map_calls, unmap_calls;
   uint64_t fail_countdown; /* 0: no injected fault pending */
   grt_devptr next_addr;    /* placement hint for the next malloc, 0 = none */
 };

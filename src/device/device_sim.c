@@ -17,6 +17,16 @@ typedef struct hole {
   uint64_t size;
 } hole;
 
+#define PAGE ((uint64_t)2 << 20)
+#define VA_OFFSET ((uint64_t)1 << 44) /* reservations live above the physical range */
+
+typedef struct reservation {
+  grt_devptr va;
+  uint64_t size;
+  grt_devptr *phys; /* per page: the physical page backing it, 0 = unmapped */
+  uint64_t mapped_pages;
+} reservation;
+
 typedef struct sim {
   grt_devptr base;
   uint64_t capacity;
@@ -26,6 +36,11 @@ typedef struct sim {
   grt__u64map live;   /* segment start -> size (stored as uintptr_t) */
   grt__u64map freed;  /* start addresses freed and not live again: double-free detection */
   unsigned char *host; /* capacity bytes when host backing is on, else NULL */
+  reservation *res;    /* sorted by va (va only grows) */
+  size_t n_res, cap_res;
+  grt_devptr next_va;
+  grt__u64map pages;   /* physical page address -> 1: live entries that are pages, not segments */
+  uint64_t mapped_pages;
 } sim;
 
 grt_status grt__device_sim_create(const grt_device_config *cfg, void **impl) {
@@ -40,6 +55,8 @@ grt_status grt__device_sim_create(const grt_device_config *cfg, void **impl) {
   s->n_holes = 1;
   grt__u64map_init(&s->live);
   grt__u64map_init(&s->freed);
+  grt__u64map_init(&s->pages);
+  s->next_va = cfg->base_address + VA_OFFSET;
   if (cfg->host_backing) {
     s->host = calloc(1, (size_t)cfg->capacity);
     if (!s->host) goto fail;
@@ -56,6 +73,9 @@ static void sim_destroy(void *impl) {
   sim *s = impl;
   grt__u64map_free(&s->live);
   grt__u64map_free(&s->freed);
+  grt__u64map_free(&s->pages);
+  for (size_t i = 0; i < s->n_res; i++) free(s->res[i].phys);
+  free(s->res);
   free(s->holes);
   free(s->host);
   free(s);
@@ -178,9 +198,22 @@ static grt_status sim_segment_size(void *impl, grt_devptr ptr, uint64_t *size) {
   return GRT_OK;
 }
 
+static reservation *find_res(sim *s, grt_devptr va) {
+  for (size_t i = 0; i < s->n_res; i++)
+    if (va >= s->res[i].va && va < s->res[i].va + s->res[i].size) return &s->res[i];
+  return NULL;
+}
+
 static grt_status sim_host_ptr(void *impl, grt_devptr ptr, uint64_t len, void **out) {
   sim *s = impl;
   if (!s->host) return GRT_ERR_UNSUPPORTED;
+  reservation *r = find_res(s, ptr);
+  if (r) { /* virtual: translate within one page */
+    uint64_t page = (ptr - r->va) / PAGE, off = (ptr - r->va) % PAGE;
+    if (!r->phys[page] || off + len > PAGE) return GRT_ERR_UNKNOWN_POINTER;
+    *out = s->host + (r->phys[page] - s->base) + off;
+    return GRT_OK;
+  }
   if (ptr < s->base || ptr >= s->base + s->capacity || len > s->base + s->capacity - ptr)
     return GRT_ERR_UNKNOWN_POINTER;
   size_t i = find_hole(s, ptr);
@@ -194,7 +227,10 @@ static void sim_memory_stats(void *impl, grt_device_stats *st) {
   st->capacity = s->capacity;
   st->bytes_in_use = s->in_use;
   st->holes = s->n_holes;
-  st->segments = s->live.count;
+  st->segments = s->live.count - s->mapped_pages;
+  st->mapped_bytes = s->mapped_pages * PAGE;
+  st->reserved_va_bytes = 0;
+  for (size_t i = 0; i < s->n_res; i++) st->reserved_va_bytes += s->res[i].size;
   st->largest_hole = 0;
   for (size_t i = 0; i < s->n_holes; i++)
     if (s->holes[i].size > st->largest_hole) st->largest_hole = s->holes[i].size;
@@ -213,10 +249,90 @@ static void sim_walk(void *impl, grt_device_segment_fn fn, void *ctx) {
   size_t n = 0;
   if (!addrs) return;
   for (size_t i = 0; s->live.slots && i <= s->live.mask; i++)
-    if (s->live.slots[i].key != UINT64_MAX) addrs[n++] = s->live.slots[i].key;
+    if (s->live.slots[i].key != UINT64_MAX && !grt__u64map_get(&s->pages, s->live.slots[i].key))
+      addrs[n++] = s->live.slots[i].key;
   qsort(addrs, n, sizeof *addrs, cmp_u64);
   for (size_t i = 0; i < n; i++) fn(ctx, addrs[i], (uint64_t)(uintptr_t)grt__u64map_get(&s->live, addrs[i]));
   free(addrs);
+}
+
+/* ---- virtual memory ---- */
+
+static grt_status sim_reserve(void *impl, uint64_t size, grt_devptr *va) {
+  sim *s = impl;
+  if (s->n_res == s->cap_res) {
+    size_t cap = s->cap_res ? s->cap_res * 2 : 4;
+    reservation *r = realloc(s->res, cap * sizeof *r);
+    if (!r) return GRT_ERR_NOMEM;
+    s->res = r;
+    s->cap_res = cap;
+  }
+  grt_devptr *phys = calloc(size / PAGE, sizeof *phys);
+  if (!phys) return GRT_ERR_NOMEM;
+  s->res[s->n_res++] = (reservation){s->next_va, size, phys, 0};
+  *va = s->next_va;
+  s->next_va += size + PAGE; /* a guard page between reservations */
+  return GRT_OK;
+}
+
+static void unmap_pages(sim *s, reservation *r, uint64_t first, uint64_t n) {
+  for (uint64_t p = first; p < first + n; p++) {
+    if (!r->phys[p]) continue;
+    grt__u64map_del(&s->pages, r->phys[p]);
+    sim_free(s, r->phys[p]);
+    r->phys[p] = 0;
+    r->mapped_pages--;
+    s->mapped_pages--;
+  }
+}
+
+static grt_status sim_map(void *impl, grt_devptr va, uint64_t size) {
+  sim *s = impl;
+  reservation *r = find_res(s, va);
+  if (!r || va + size > r->va + r->size) return GRT_ERR_INVALID_ARG;
+  uint64_t first = (va - r->va) / PAGE, n = size / PAGE;
+  for (uint64_t p = first; p < first + n; p++)
+    if (r->phys[p]) return GRT_ERR_INVALID_ARG; /* already mapped */
+  for (uint64_t p = first; p < first + n; p++) {
+    grt_devptr phys;
+    grt_status st = sim_malloc(s, PAGE, &phys);
+    if (st == GRT_OK && !grt__u64map_put(&s->pages, phys, (void *)1)) {
+      sim_free(s, phys);
+      st = GRT_ERR_NOMEM;
+    }
+    if (st) {
+      unmap_pages(s, r, first, p - first); /* all or nothing */
+      return st;
+    }
+    r->phys[p] = phys;
+    r->mapped_pages++;
+    s->mapped_pages++;
+  }
+  return GRT_OK;
+}
+
+static grt_status sim_unmap(void *impl, grt_devptr va, uint64_t size) {
+  sim *s = impl;
+  reservation *r = find_res(s, va);
+  if (!r || va + size > r->va + r->size) return GRT_ERR_INVALID_ARG;
+  uint64_t first = (va - r->va) / PAGE, n = size / PAGE;
+  for (uint64_t p = first; p < first + n; p++)
+    if (!r->phys[p]) return GRT_ERR_INVALID_ARG; /* not mapped */
+  unmap_pages(s, r, first, n);
+  return GRT_OK;
+}
+
+static grt_status sim_release(void *impl, grt_devptr va) {
+  sim *s = impl;
+  for (size_t i = 0; i < s->n_res; i++) {
+    if (s->res[i].va != va) continue;
+    if (s->res[i].mapped_pages) return GRT_ERR_BUSY;
+    free(s->res[i].phys);
+    memmove(&s->res[i], &s->res[i + 1], (s->n_res - i - 1) * sizeof *s->res);
+    s->n_res--;
+    return GRT_OK;
+  }
+  return GRT_ERR_UNKNOWN_POINTER;
 }
 
 const grt__device_ops grt__device_sim_ops = {
@@ -230,4 +346,9 @@ const grt__device_ops grt__device_sim_ops = {
     .bytes_in_use = sim_bytes_in_use,
     .walk = sim_walk,
     .destroy = sim_destroy,
+    .granularity = PAGE,
+    .reserve = sim_reserve,
+    .map = sim_map,
+    .unmap = sim_unmap,
+    .release = sim_release,
 };
