@@ -168,12 +168,19 @@ static void test_random_options(void **state) {
   run(&rc);
 }
 
+static void test_random_expandable(void **state) {
+  (void)state;
+  run_cfg rc = {5, 200000, 2 * GRT_GiB, "expandable_segments:True", 0};
+  run(&rc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_random_default),
       cmocka_unit_test(test_random_max_split_power2),
       cmocka_unit_test(test_random_cross_stream),
       cmocka_unit_test(test_random_options),
+      cmocka_unit_test(test_random_expandable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -78,15 +78,17 @@ void grt__pool_erase(cpool *p, cblock *b) {
   (void)found;
 }
 
-static void pool_init(cpool *p, int stat_type) {
+static grt_status pool_init(cpool *p, int stat_type) {
   memset(p, 0, sizeof *p);
   p->stat_type = stat_type;
   grt__u64map_init(&p->bins);
+  return grt__bins_create(&p->unmapped);
 }
 
 static void pool_free(cpool *p) {
   for (size_t i = 0; i < p->n_streams; i++) grt__bins_destroy(grt__u64map_get(&p->bins, p->streams[i]));
   grt__u64map_free(&p->bins);
+  grt__bins_destroy(p->unmapped);
   free(p->streams);
 }
 
@@ -137,11 +139,19 @@ cseg *grt__seg_find(const caching *c, grt_devptr addr) {
 /* ---- create / destroy ---- */
 
 static grt_status caching_create(grt_allocator *a) {
-  if (a->cfg.expandable_segments) return GRT_ERR_UNSUPPORTED; /* not in this build yet */
+  uint64_t granularity;
+  if (a->cfg.expandable_segments && grt_device_granularity(a->dev, &granularity) != GRT_OK) {
+    grt__alloc_set_error(a, "expandable_segments needs a device with virtual memory (reserve/map)");
+    return GRT_ERR_UNSUPPORTED;
+  }
   caching *c = calloc(1, sizeof *c);
   if (!c) return GRT_ERR_NOMEM;
-  pool_init(&c->small, GRT_STAT_SMALL_POOL);
-  pool_init(&c->large, GRT_STAT_LARGE_POOL);
+  if (pool_init(&c->small, GRT_STAT_SMALL_POOL) || pool_init(&c->large, GRT_STAT_LARGE_POOL)) {
+    pool_free(&c->small);
+    pool_free(&c->large);
+    free(c);
+    return GRT_ERR_NOMEM;
+  }
   grt__u64map_init(&c->active);
   c->allowed_memory = UINT64_MAX;
   if (a->cfg.memory_fraction > 0.0) {
@@ -160,7 +170,10 @@ static void caching_destroy(grt_allocator *a) {
       a->cfg.stream_ops->event_destroy(a->cfg.stream_ops->ctx, c->events[i].event);
   for (size_t i = 0; i < c->n_segs; i++) {
     cseg *s = c->segs[i];
-    grt_device_free(a->dev, s->base);
+    if (s->is_expandable)
+      grt__caching_destroy_expandable(a, s);
+    else
+      grt_device_free(a->dev, s->base);
     for (cblock *b = s->head, *n; b; b = n) {
       n = b->next;
       free(b->uses);
@@ -220,6 +233,7 @@ static cblock *get_free_block(grt_allocator *a, const params *p) {
     if (!first_fit(a, bins, p->size, &e)) return NULL;
   } else {
     if (!grt__bins_lower_bound(bins, p->size, 0, &e)) return NULL;
+    if (a->cfg.expandable_segments) grt__caching_expandable_pick(bins, &e);
     if (oversize_refused(a, p->size, e.size)) return NULL;
   }
   grt__bins_erase(bins, e.size, e.addr);
@@ -251,12 +265,16 @@ static cblock *alloc_block(grt_allocator *a, const params *p, int is_retry) {
     c->last_device_status = GRT_ERR_OOM;
     return NULL;
   }
+  if (a->cfg.expandable_segments) { /* maps the rounded size, not a segment size */
+    c->last_device_status = GRT_ERR_OOM;
+    return grt__caching_expandable_alloc(a, p->pool, p->stream, p->size);
+  }
   cseg *s = calloc(1, sizeof *s);
   cblock *b = grt__cblock_new(c);
   grt_devptr ptr = 0;
   grt_status st = (s && b) ? grt_device_malloc(a->dev, size, &ptr) : GRT_ERR_NOMEM;
   if (st == GRT_OK) {
-    *s = (cseg){ptr, size, p->pool, p->stream, b};
+    *s = (cseg){.base = ptr, .size = size, .pool = p->pool, .stream = p->stream, .head = b};
     if (grt__seg_insert(c, s) != GRT_OK) {
       grt_device_free(a->dev, ptr);
       st = GRT_ERR_NOMEM;
@@ -283,7 +301,7 @@ static cblock *alloc_block(grt_allocator *a, const params *p, int is_retry) {
 
 static int should_split(const grt_allocator *a, const cblock *b, uint64_t size) {
   uint64_t remaining = b->size - size;
-  if (b->pool->stat_type == GRT_STAT_SMALL_POOL) return remaining >= GRT_MIN_BLOCK_SIZE;
+  if (b->pool->stat_type == GRT_STAT_SMALL_POOL || a->cfg.expandable_segments) return remaining >= GRT_MIN_BLOCK_SIZE;
   return size < a->cfg.max_split_size && remaining > GRT_SMALL_SIZE;
 }
 
@@ -323,14 +341,16 @@ static grt_status alloc_found_block(grt_allocator *a, cblock *block, const param
       grt__cblock_release(c, front);
       return GRT_ERR_NOMEM;
     }
-    if (already_split) {
+    if (cblock_is_expandable(front)) {
+      /* PyTorch leaves expandable blocks out of inactive_split */
+    } else if (already_split) {
       grt__stat_update2(a->stats.inactive_split_bytes, pool, -(int64_t)front->size);
     } else {
       grt__stat_update2(a->stats.inactive_split_bytes, pool, (int64_t)remaining->size);
       grt__stat_update2(a->stats.inactive_split, pool, 1);
     }
     block = front;
-  } else if (already_split) {
+  } else if (already_split && !cblock_is_expandable(block)) {
     grt__stat_update2(a->stats.inactive_split_bytes, pool, -(int64_t)block->size);
     grt__stat_update2(a->stats.inactive_split, pool, -1);
   }

@@ -28,6 +28,7 @@ struct cpool {
   size_t n_streams, cap_streams;
   uint64_t get_free_calls;   /* garbage collection's clock */
   uint64_t cycle;            /* empty_cache calls so far (the idle-cycles policy's clock) */
+  grt__bins *unmapped;       /* expandable mode: unmapped blocks keyed (stream, address) */
 };
 
 struct cseg {
@@ -36,6 +37,8 @@ struct cseg {
   cpool *pool;
   grt_stream_id stream; /* the stream that caused the device malloc */
   cblock *head;
+  int is_expandable;    /* a reservation mapped page by page (size = the reservation) */
+  uint64_t page;        /* expandable: the mapping unit (2 MiB small pool, 20 MiB large) */
 };
 
 struct cblock {
@@ -52,6 +55,7 @@ struct cblock {
   uint32_t n_uses, cap_uses;
   uint64_t gc_base;      /* pool->get_free_calls when the block became free */
   uint64_t idle_since;   /* pool->cycle when the block became free */
+  int unmapped;          /* expandable segments: address space without memory behind it */
 };
 
 typedef struct pending_event {
@@ -75,6 +79,7 @@ typedef struct caching {
 } caching;
 
 static inline int cblock_is_split(const cblock *b) { return b->prev || b->next; }
+static inline int cblock_is_expandable(const cblock *b) { return b->seg->is_expandable; }
 static inline int cblock_is_free(const cblock *b) { return !b->allocated && b->event_count == 0 && b->n_uses == 0; }
 
 /* caching.c */
@@ -96,6 +101,14 @@ int grt__caching_release_available(grt_allocator *a, cpool *pool, grt_stream_id 
 void grt__caching_garbage_collect(grt_allocator *a);
 grt_status grt__caching_record_stream(grt_allocator *a, grt_devptr ptr, grt_stream_id stream);
 grt_status grt__caching_empty_cache(grt_allocator *a);
+
+/* caching_expandable.c */
+cblock *grt__caching_expandable_alloc(grt_allocator *a, cpool *pool, grt_stream_id stream, uint64_t size);
+/* Picks among equal-fit candidates by "expandable size" (PyTorch's best fit in expandable mode). */
+int grt__caching_expandable_pick(grt__bins *bins, grt__bin_entry *e);
+void grt__caching_unmap_block(grt_allocator *a, cblock *b);
+void grt__caching_destroy_expandable(grt_allocator *a, cseg *s);
+grt_status grt__caching_snapshot_expandable(const cseg *s, grt_alloc_snapshot *out);
 
 /* caching_import.c */
 grt_status grt__caching_import_segment(grt_allocator *a, grt_devptr base, uint64_t size, grt_stream_id stream,

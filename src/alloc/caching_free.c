@@ -11,8 +11,11 @@
 /* Merges src into dst when src is free; returns the bytes subsumed (0: no merge). */
 static uint64_t try_merge(grt_allocator *a, cblock *dst, cblock *src) {
   caching *c = a->impl;
-  if (!src || !cblock_is_free(src) || a->cfg.no_merge_on_free) return 0;
-  grt__pool_erase(src->pool, src);
+  if (!src || !cblock_is_free(src) || a->cfg.no_merge_on_free || src->unmapped != dst->unmapped) return 0;
+  if (src->unmapped)
+    grt__bins_erase(src->pool->unmapped, src->stream, src->ptr);
+  else
+    grt__pool_erase(src->pool, src);
   if (dst->prev == src) {
     dst->ptr = src->ptr;
     dst->prev = src->prev;
@@ -53,8 +56,8 @@ void grt__caching_free_block(grt_allocator *a, cblock *b) {
     net_blocks += 1;
     net_bytes += (int64_t)b->size;
   }
-  if (net_blocks) grt__stat_update2(a->stats.inactive_split, pool, net_blocks);
-  if (net_bytes) grt__stat_update2(a->stats.inactive_split_bytes, pool, net_bytes);
+  if (net_blocks && !cblock_is_expandable(b)) grt__stat_update2(a->stats.inactive_split, pool, net_blocks);
+  if (net_bytes && !cblock_is_expandable(b)) grt__stat_update2(a->stats.inactive_split_bytes, pool, net_bytes);
   grt__stat_update2(a->stats.active, pool, -1);
   grt__stat_update2(a->stats.active_bytes, pool, -(int64_t)original_size);
   grt__stat_update2(a->stats.requested_bytes, pool, -(int64_t)requested);
@@ -197,6 +200,8 @@ void grt__caching_release_block(grt_allocator *a, cblock *b) {
 /* Frees every whole unsplit free segment of the pool idle for at least
  * min_idle cycles, in (stream, size, address) order. */
 static void release_pool(grt_allocator *a, cpool *pool, uint64_t min_idle) {
+  cblock **to_unmap = NULL;
+  size_t n_unmap = 0, cap_unmap = 0;
   for (size_t i = 0; i < pool->n_streams; i++) {
     grt__bins *bins = grt__u64map_get(&pool->bins, pool->streams[i]);
     grt__bin_entry e;
@@ -205,11 +210,24 @@ static void release_pool(grt_allocator *a, cpool *pool, uint64_t min_idle) {
       grt__bin_entry next;
       int has_next = grt__bins_next(bins, e.size, e.addr, &next);
       cblock *b = e.value;
-      if (!cblock_is_split(b) && pool->cycle - b->idle_since >= min_idle) grt__caching_release_block(a, b);
+      if (pool->cycle - b->idle_since < min_idle) {
+        /* not idle long enough */
+      } else if (cblock_is_expandable(b)) { /* unmapping edits the bins: after the walk */
+        if (n_unmap == cap_unmap) {
+          size_t cap = cap_unmap ? cap_unmap * 2 : 16;
+          cblock **t = realloc(to_unmap, cap * sizeof *t);
+          if (t) to_unmap = t, cap_unmap = cap;
+        }
+        if (n_unmap < cap_unmap) to_unmap[n_unmap++] = b;
+      } else if (!cblock_is_split(b)) {
+        grt__caching_release_block(a, b);
+      }
       e = next;
       more = has_next;
     }
   }
+  for (size_t i = 0; i < n_unmap; i++) grt__caching_unmap_block(a, to_unmap[i]);
+  free(to_unmap);
 }
 
 void grt__caching_release_cached(grt_allocator *a, uint64_t min_idle) {
@@ -229,10 +247,8 @@ int grt__caching_release_available(grt_allocator *a, cpool *pool, grt_stream_id 
   if (!bins) return 0;
   uint64_t key = size < mss ? mss : size;
   grt__bin_entry e;
-  if (grt__bins_lower_bound(bins, key, 0, &e)) {
-    cblock *b = e.value;
-    if (cblock_is_split(b)) return 0;
-    grt__caching_release_block(a, b);
+  if (grt__bins_lower_bound(bins, key, 0, &e) && !cblock_is_split(e.value) && !cblock_is_expandable(e.value)) {
+    grt__caching_release_block(a, e.value);
     return 1;
   }
   uint64_t released = 0;
@@ -241,7 +257,7 @@ int grt__caching_release_available(grt_allocator *a, cpool *pool, grt_stream_id 
     grt__bin_entry prev;
     int has_prev = grt__bins_prev(bins, e.size, e.addr, &prev);
     cblock *b = e.value;
-    if (!cblock_is_split(b)) {
+    if (!cblock_is_split(b) && !cblock_is_expandable(b)) {
       released += b->size;
       grt__caching_release_block(a, b);
     }
@@ -265,7 +281,7 @@ void grt__caching_garbage_collect(grt_allocator *a) {
     grt__bin_entry e;
     for (int more = grt__bins_first(bins, &e); more; more = grt__bins_next(bins, e.size, e.addr, &e)) {
       cblock *b = e.value;
-      if (!cblock_is_split(b)) {
+      if (!cblock_is_split(b) && !cblock_is_expandable(b)) {
         total_age += pool->get_free_calls - b->gc_base;
         freeable++;
       }
@@ -283,7 +299,7 @@ void grt__caching_garbage_collect(grt_allocator *a) {
         int has_next = grt__bins_next(bins, e.size, e.addr, &next);
         cblock *b = e.value;
         uint64_t age = pool->get_free_calls - b->gc_base;
-        if (!cblock_is_split(b) && (double)age >= age_threshold) {
+        if (!cblock_is_split(b) && !cblock_is_expandable(b) && (double)age >= age_threshold) {
           freed_one = 1;
           reclaimed += b->size;
           total_age -= age;

@@ -29,7 +29,7 @@ grt_status grt__caching_import_segment(grt_allocator *a, grt_devptr base, uint64
                          (unsigned long long)size, grt_status_str(st));
     return st;
   }
-  *s = (cseg){base, size, pool, stream, b};
+  *s = (cseg){.base = base, .size = size, .pool = pool, .stream = stream, .head = b};
   b->ptr = base;
   b->size = size;
   b->stream = stream;

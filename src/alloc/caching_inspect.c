@@ -64,18 +64,36 @@ static grt_block_state state_of(const cblock *b) {
   return b->event_count ? GRT_BLOCK_ACTIVE_PENDING_FREE : GRT_BLOCK_INACTIVE;
 }
 
+static size_t snapshot_segments_needed(const caching *c) {
+  size_t n = 0;
+  for (size_t i = 0; i < c->n_segs; i++) {
+    if (!c->segs[i]->is_expandable) {
+      n++;
+      continue;
+    }
+    for (const cblock *b = c->segs[i]->head; b; b = b->next) /* mapped runs */
+      n += !b->unmapped && (!b->prev || b->prev->unmapped);
+  }
+  return n;
+}
+
 grt_status grt__caching_snapshot(grt_allocator *a, grt_alloc_snapshot *out) {
   caching *c = a->impl;
-  out->segments = calloc(c->n_segs + 1, sizeof *out->segments);
+  out->segments = calloc(snapshot_segments_needed(c) + 1, sizeof *out->segments);
   if (!out->segments) return GRT_ERR_NOMEM;
   for (size_t i = 0; i < c->n_segs; i++) {
     const cseg *s = c->segs[i];
+    if (s->is_expandable) {
+      grt_status st = grt__caching_snapshot_expandable(s, out);
+      if (st) return st;
+      continue;
+    }
     size_t n = 0;
     for (const cblock *b = s->head; b; b = b->next) n++;
-    grt_snapshot_segment *seg = &out->segments[i];
+    grt_snapshot_segment *seg = &out->segments[out->n_segments];
     seg->blocks = calloc(n, sizeof *seg->blocks);
     if (!seg->blocks) return GRT_ERR_NOMEM;
-    out->n_segments = i + 1;
+    out->n_segments++;
     seg->address = s->base;
     seg->stream = s->stream;
     seg->is_large = s->pool->stat_type == GRT_STAT_LARGE_POOL;
@@ -95,7 +113,8 @@ typedef struct recount {
   int64_t active[GRT_STAT_TYPES], active_bytes[GRT_STAT_TYPES], requested_bytes[GRT_STAT_TYPES];
   int64_t segment[GRT_STAT_TYPES], reserved_bytes[GRT_STAT_TYPES];
   int64_t inactive_split[GRT_STAT_TYPES], inactive_split_bytes[GRT_STAT_TYPES];
-  size_t free_blocks, live_blocks;
+  size_t free_blocks, live_blocks, unmapped_blocks;
+  uint64_t mapped_bytes; /* expandable segments' mapped blocks */
 } recount;
 
 static void add(int64_t *arr, int pool, int64_t v) {
@@ -117,15 +136,26 @@ static grt_status check_block(grt_allocator *a, const cseg *s, const cblock *b, 
   if (b->next && b->ptr + b->size != b->next->ptr)
     FAIL("block 0x%llx+%llu does not touch the next block", (unsigned long long)b->ptr, (unsigned long long)b->size);
   if (b->size == 0 || b->size % GRT_MIN_BLOCK_SIZE) FAIL("block 0x%llx: bad size %llu", (unsigned long long)b->ptr, (unsigned long long)b->size);
+  if (b->unmapped) {
+    grt__bin_entry e;
+    if (!s->is_expandable || (b->ptr - s->base) % s->page || b->size % s->page)
+      FAIL("unmapped block 0x%llx: not page-aligned in an expandable segment", (unsigned long long)b->ptr);
+    if (!grt__bins_lower_bound(s->pool->unmapped, b->stream, b->ptr, &e) || e.value != b)
+      FAIL("unmapped block 0x%llx is not in the unmapped set", (unsigned long long)b->ptr);
+    if (b->next && b->next->unmapped) FAIL("unmapped blocks 0x%llx and its next were not merged", (unsigned long long)b->ptr);
+    r->unmapped_blocks++;
+    return GRT_OK;
+  }
+  r->mapped_bytes += s->is_expandable ? b->size : 0;
   if (cblock_is_free(b)) {
     grt__bins *bins = grt__pool_bins(s->pool, b->stream, 0);
     grt__bin_entry e;
     if (!bins || !grt__bins_lower_bound(bins, b->size, b->ptr, &e) || e.value != b || e.addr != b->ptr)
       FAIL("free block 0x%llx is not in its bins", (unsigned long long)b->ptr);
     if (grt__u64map_get(&c->active, b->ptr) == b) FAIL("free block 0x%llx is still active", (unsigned long long)b->ptr);
-    if (b->next && cblock_is_free(b->next) && !a->cfg.no_merge_on_free) FAIL("free blocks 0x%llx and its next were not merged", (unsigned long long)b->ptr);
+    if (b->next && cblock_is_free(b->next) && !b->next->unmapped && !a->cfg.no_merge_on_free) FAIL("free blocks 0x%llx and its next were not merged", (unsigned long long)b->ptr);
     r->free_blocks++;
-    if (cblock_is_split(b)) {
+    if (cblock_is_split(b) && !s->is_expandable) {
       add(r->inactive_split, pool, 1);
       add(r->inactive_split_bytes, pool, (int64_t)b->size);
     }
@@ -168,6 +198,12 @@ grt_status grt__caching_check(grt_allocator *a, char *msg, size_t msg_size) {
       last = b;
     }
     if (last->ptr + last->size != s->base + s->size) FAIL("segment 0x%llx: blocks do not reach its end", (unsigned long long)s->base);
+    if (s->is_expandable) { /* reserved = mapped bytes; no segment count (as PyTorch) */
+      add(r.reserved_bytes, s->pool->stat_type, (int64_t)r.mapped_bytes);
+      reserved += r.mapped_bytes;
+      r.mapped_bytes = 0;
+      continue;
+    }
     add(r.segment, s->pool->stat_type, 1);
     add(r.reserved_bytes, s->pool->stat_type, (int64_t)s->size);
     reserved += s->size;
@@ -177,6 +213,9 @@ grt_status grt__caching_check(grt_allocator *a, char *msg, size_t msg_size) {
   for (int p = 0; p < 2; p++)
     for (size_t i = 0; i < pools[p]->n_streams; i++) indexed += grt__bins_count(grt__u64map_get(&pools[p]->bins, pools[p]->streams[i]));
   if (indexed != r.free_blocks) FAIL("%zu blocks indexed but %zu free blocks found", indexed, r.free_blocks);
+  if (grt__bins_count(c->small.unmapped) + grt__bins_count(c->large.unmapped) != r.unmapped_blocks)
+    FAIL("unmapped sets hold %zu blocks but %zu unmapped blocks found",
+         grt__bins_count(c->small.unmapped) + grt__bins_count(c->large.unmapped), r.unmapped_blocks);
   if (c->active.count != r.live_blocks) FAIL("%zu active entries but %zu live blocks found", c->active.count, r.live_blocks);
   if (reserved != c->total_allocated_memory) FAIL("reserved recount %llu != %llu", (unsigned long long)reserved, (unsigned long long)c->total_allocated_memory);
   const grt_alloc_stats *s = &a->stats;

@@ -1,0 +1,110 @@
+/* test_caching_expandable.c — expandable segments: one reservation per
+ * (stream, pool), pages mapped on demand at the lowest address, free pages
+ * unmapped by empty_cache, PyTorch's statistics. */
+#include <stdlib.h>
+
+#include "alloc_fixture.h"
+
+static fixture make_expandable(uint64_t capacity) {
+  grt_alloc_config c;
+  grt_alloc_config_default(&c);
+  char err[64];
+  assert_int_equal(grt_alloc_config_parse(&c, "expandable_segments:True", err, sizeof err), GRT_OK);
+  return make_fixture("caching", capacity, &c);
+}
+
+static void test_map_on_demand(void **state) {
+  (void)state;
+  fixture fx = make_expandable(GRT_GiB);
+  grt_devptr a = must_malloc(fx.a, 5 * MiB, 0); /* one 20 MiB page mapped */
+  grt_alloc_stats s = stats_of(fx.a);
+  assert_int_equal(s.reserved_bytes[GRT_STAT_LARGE_POOL].current, 20 * MiB);
+  assert_int_equal(s.segment[GRT_STAT_ALL].current, 0); /* PyTorch counts no segment */
+  assert_int_equal(s.num_device_alloc, 1);
+  assert_int_equal(s.inactive_split[GRT_STAT_ALL].current, 0); /* expandable blocks excluded */
+  grt_device_stats d = dev_stats(fx.dev);
+  assert_int_equal(d.mapped_bytes, 20 * MiB);
+  assert_int_equal(d.reserved_va_bytes, (GRT_GiB + GRT_GiB / 8 + 20 * MiB - 1) / (20 * MiB) * (20 * MiB));
+  /* 18 MiB: the 15 MiB free tail plus one more page, merged; placed right after a */
+  grt_devptr b = must_malloc(fx.a, 18 * MiB, 0);
+  assert_int_equal(b, a + 5 * MiB);
+  s = stats_of(fx.a);
+  assert_int_equal(s.reserved_bytes[GRT_STAT_ALL].current, 40 * MiB);
+  assert_int_equal(s.num_device_alloc, 2);
+  assert_int_equal(s.largest_free_block, 17 * MiB);
+  grt_alloc_snapshot *snap;
+  assert_int_equal(grt_alloc_snapshot_take(fx.a, &snap), GRT_OK);
+  assert_int_equal(snap->n_segments, 1); /* one contiguous mapped range */
+  assert_true(snap->segments[0].is_expandable);
+  assert_int_equal(snap->segments[0].total_size, 40 * MiB);
+  assert_int_equal(snap->segments[0].n_blocks, 3);
+  grt_alloc_snapshot_free(snap);
+  /* small pool: its own reservation with 2 MiB pages */
+  grt_devptr t = must_malloc(fx.a, 1000, 0);
+  assert_int_equal(stats_of(fx.a).reserved_bytes[GRT_STAT_SMALL_POOL].current, 2 * MiB);
+  grt_alloc_free(fx.a, t);
+  grt_alloc_free(fx.a, a);
+  grt_alloc_free(fx.a, b);
+  assert_consistent(fx.a);
+  assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK);
+  s = stats_of(fx.a);
+  assert_int_equal(s.reserved_bytes[GRT_STAT_ALL].current, 0);
+  assert_int_equal(s.num_device_free, 2); /* one unmap per pool's free range */
+  d = dev_stats(fx.dev);
+  assert_int_equal(d.mapped_bytes, 0);
+  assert_int_equal(d.reserved_va_bytes, 0); /* wholly unmapped reservations are released */
+  drop_fixture(&fx);
+}
+
+/* Only whole free pages are unmapped; a page holding a live block stays. */
+static void test_partial_unmap(void **state) {
+  (void)state;
+  fixture fx = make_expandable(GRT_GiB);
+  grt_devptr a = must_malloc(fx.a, 30 * MiB, 0); /* pages 0-1 (40 MiB) */
+  grt_devptr b = must_malloc(fx.a, 30 * MiB, 0); /* pages 1-3 */
+  grt_devptr c = must_malloc(fx.a, 4 * MiB, 0);
+  assert_int_equal(b, a + 30 * MiB);
+  assert_int_equal(c, b + 30 * MiB);
+  grt_alloc_free(fx.a, b); /* [30, 60) MiB free: page 2 ([40,60)) is whole */
+  assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK);
+  assert_consistent(fx.a);
+  grt_alloc_stats s = stats_of(fx.a);
+  assert_int_equal(s.reserved_bytes[GRT_STAT_ALL].current, 60 * MiB); /* 80 mapped - 20 unmapped */
+  grt_alloc_snapshot *snap;
+  assert_int_equal(grt_alloc_snapshot_take(fx.a, &snap), GRT_OK);
+  assert_int_equal(snap->n_segments, 2); /* the hole splits the mapped range in two */
+  grt_alloc_snapshot_free(snap);
+  /* A 25 MiB request maps the hole again, extended back over the free 10 MiB before it. */
+  grt_devptr d = must_malloc(fx.a, 25 * MiB, 0);
+  assert_int_equal(d, a + 30 * MiB);
+  assert_consistent(fx.a);
+  grt_alloc_free(fx.a, a);
+  grt_alloc_free(fx.a, c);
+  grt_alloc_free(fx.a, d);
+  drop_fixture(&fx);
+}
+
+/* OOM: mapping fails, the cache is released, and the request fails cleanly. */
+static void test_expandable_oom(void **state) {
+  (void)state;
+  fixture fx = make_expandable(100 * MiB);
+  grt_devptr a = must_malloc(fx.a, 70 * MiB, 0), x;
+  assert_int_equal(grt_alloc_malloc(fx.a, 40 * MiB, 0, &x), GRT_ERR_OOM);
+  grt_alloc_stats s = stats_of(fx.a);
+  assert_int_equal(s.num_ooms, 1);
+  assert_consistent(fx.a);
+  grt_alloc_free(fx.a, a);
+  grt_devptr b = must_malloc(fx.a, 90 * MiB, 0); /* fits once a's pages are reused */
+  assert_int_equal(b, a);
+  grt_alloc_free(fx.a, b);
+  drop_fixture(&fx);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_map_on_demand),
+      cmocka_unit_test(test_partial_unmap),
+      cmocka_unit_test(test_expandable_oom),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
