@@ -297,6 +297,11 @@ grt_status grt_trace_read_native_stream(const char *path, grt_trace_event_fn fn,
     }
     if (!nl && start == have) break; /* EOF, nothing left */
     size_t n = nl ? (size_t)(nl - (buf + start)) : have - start;
+    if (n > STREAM_MAX_LINE) {
+      grt__trace_err(err, lineno + 1, offset, false, "line longer than %d bytes", STREAM_MAX_LINE);
+      st = GRT_ERR_PARSE;
+      break;
+    }
     grt__slice line = {buf + start, n};
     if (line.n > 0 && line.p[line.n - 1] == '\r') line.n--;
     lineno++;
