@@ -261,11 +261,35 @@ static void test_pickle_hostile(void **state) {
   free(p);
 }
 
+/* Found by fuzz_pytorch: metadata must stay writable as native (device < n_devices). */
+static void test_pickle_device_count(void **state) {
+  (void)state;
+  const unsigned char list_root[] = "\x80\x04].";
+  const unsigned char no_traces[] = "\x80\x04}\x8c\x0d" "device_traces]s.";
+  grt_trace_load_config cfg;
+  grt_trace_load_config_default(&cfg);
+  grt_trace *t;
+  grt_trace_error err;
+  grt_trace_info in;
+  cfg.device = 1;
+  assert_int_equal(grt_trace_load_buffer(list_root, sizeof list_root - 1, NULL, &cfg, &t, &err), GRT_OK);
+  grt_trace_get_info(t, &in);
+  assert_int_equal(in.device, 1);
+  assert_int_equal(in.n_devices, 2);
+  grt_trace_destroy(t);
+  cfg.device = 0;
+  assert_int_equal(grt_trace_load_buffer(no_traces, sizeof no_traces - 1, NULL, &cfg, &t, &err), GRT_OK);
+  grt_trace_get_info(t, &in);
+  assert_int_equal(in.n_devices, 1);
+  grt_trace_destroy(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pickle_snapshot),
       cmocka_unit_test(test_pickle_refuses_globals),
       cmocka_unit_test(test_pickle_hostile),
+      cmocka_unit_test(test_pickle_device_count),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

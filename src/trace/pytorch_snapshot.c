@@ -226,9 +226,13 @@ static grt_status convert(conv *c, const grt__pv *root) {
                      c->device, traces->u.seq.n);
       return GRT_ERR_INVALID_ARG;
     }
-    c->b.t->n_devices = traces->u.seq.n > INT32_MAX ? INT32_MAX : (int)traces->u.seq.n;
+    /* an empty device_traces list still describes device 0 (with no events) */
+    size_t nd = traces->u.seq.n ? traces->u.seq.n : 1;
+    c->b.t->n_devices = nd > INT32_MAX ? INT32_MAX : (int)nd;
   }
   c->b.t->device = c->device;
+  if (c->b.t->n_devices <= c->device) /* no device_traces: the chosen device is all we know of */
+    c->b.t->n_devices = c->device < INT32_MAX ? c->device + 1 : INT32_MAX;
   if ((st = read_settings(c, settings))) return st;
   for (size_t i = 0; segments && i < segments->u.seq.n && !st; i++) st = read_segment(c, segments->u.seq.v[i], i);
   if (st || !traces || traces->u.seq.n == 0) return st;
