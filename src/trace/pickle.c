@@ -133,7 +133,7 @@ static grt_status collect(vm *m, grt__pv_type type, size_t base) {
   if (type == GRT__PV_DICT && n % 2) return fail(m, "odd number of items for a dict");
   grt__pv *c = new_value(m, type);
   if (!c) return nomem(m);
-  grt_status st = seq_add(m, c, m->stack + base, n);
+  grt_status st = n ? seq_add(m, c, m->stack + base, n) : GRT_OK; /* stack may be NULL when n == 0 */
   if (st) return st;
   m->sp = base;
   return push(m, c);
@@ -147,7 +147,7 @@ static grt_status extend(vm *m, size_t base, bool dict) {
   if (dict ? c->type != GRT__PV_DICT : c->type != GRT__PV_LIST)
     return fail(m, dict ? "SETITEM(S) target is not a dict" : "APPEND(S) target is not a list");
   if (dict && n % 2) return fail(m, "odd number of items for SETITEMS");
-  grt_status st = seq_add(m, c, m->stack + base, n);
+  grt_status st = n ? seq_add(m, c, m->stack + base, n) : GRT_OK;
   m->sp = base;
   return st;
 }

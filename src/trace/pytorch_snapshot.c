@@ -10,6 +10,7 @@
  * path, e.g. "device_traces[0][17]: 'size' is not an integer".
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +185,8 @@ static grt_status read_settings(conv *c, const grt__pv *s) {
   if (v && v->type == GRT__PV_FLOAT) o->garbage_collection_threshold = v->u.f;
   else if (v && v->type == GRT__PV_INT && !v->big) o->garbage_collection_threshold = (double)v->u.i;
   else if (v) return bad(c, "allocator_settings: 'garbage_collection_threshold' is not a number");
+  if (!isfinite(o->garbage_collection_threshold))
+    return bad(c, "allocator_settings: 'garbage_collection_threshold' is not finite");
   v = grt__pv_get(s, "roundup_power2_divisions");
   uint64_t u;
   if (v && v->type == GRT__PV_DICT) {
