@@ -1,0 +1,55 @@
+/* fuzz_common.h — the shared libFuzzer body: load an input with one reader and, when it
+ * loads, check that the native writer and reader reproduce it exactly (write -> read). */
+#ifndef GRT_FUZZ_COMMON_H
+#define GRT_FUZZ_COMMON_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpurt/trace.h"
+
+static inline void grt_fuzz_round_trip(const grt_trace *t) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return;
+  if (grt_trace_write_native(t, f) != GRT_OK) abort();
+  fclose(f);
+  grt_trace_load_config cfg;
+  grt_trace_load_config_default(&cfg);
+  cfg.format = GRT_TRACE_FORMAT_NATIVE;
+  grt_trace *u = NULL;
+  grt_trace_error err;
+  if (grt_trace_load_buffer(buf, len, "rt", &cfg, &u, &err) != GRT_OK) {
+    fprintf(stderr, "round trip failed: line %llu: %s\n", (unsigned long long)err.line, err.reason);
+    abort();
+  }
+  grt_trace_info a, b;
+  grt_trace_get_info(t, &a);
+  grt_trace_get_info(u, &b);
+  if (a.n_events != b.n_events || a.n_ids != b.n_ids || a.n_segments != b.n_segments ||
+      (a.n_events && memcmp(a.events, b.events, a.n_events * sizeof *a.events) != 0))
+    abort();
+  grt_trace_destroy(u);
+  free(buf);
+}
+
+static inline int grt_fuzz_one(const unsigned char *data, size_t size, grt_trace_format fmt, int device) {
+  grt_trace_load_config cfg;
+  grt_trace_load_config_default(&cfg);
+  cfg.format = fmt;
+  cfg.device = device;
+  grt_trace *t = NULL;
+  grt_trace_error err;
+  grt_status st = grt_trace_load_buffer(data, size, "fuzz", &cfg, &t, &err);
+  if (st == GRT_OK) {
+    grt_fuzz_round_trip(t);
+    grt_trace_destroy(t);
+  } else if (t != NULL || err.reason[0] == '\0') {
+    abort(); /* a failed load must leave *out NULL and say why */
+  }
+  return 0;
+}
+
+#endif

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Writes small hand-made PyTorch-snapshot-shaped pickles (plain dicts only) to fuzz/corpus/pytorch/.
+
+Seeds for fuzz_pytorch: every protocol from 2 to 5, with and without optional keys, block
+addresses present and absent, settings as a dict and as an int, several devices.
+Run from the repository root: python3 fuzz/make_pickle_seeds.py
+"""
+import os
+import pickle
+import pickletools
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "pytorch")
+
+
+def ev(action, addr, size, t, stream=0, frames=True):
+    e = {"action": action, "addr": addr, "size": size, "stream": stream, "time_us": t}
+    if frames:
+        e["frames"] = [{"filename": "train.py", "line": 10 + t % 7, "name": "step"}]
+    return e
+
+
+def snapshot(n_dev=1, with_addr=True, rp2_int=False, expandable=False):
+    base = 0x7F0000000000
+    blocks = [
+        {"size": 512, "requested_size": 100, "state": "active_allocated", "frames": []},
+        {"size": 2 * 1024 * 1024 - 512, "requested_size": 0, "state": "inactive", "frames": []},
+    ]
+    if with_addr:
+        blocks[0]["address"] = base
+        blocks[1]["address"] = base + 512
+    seg = {"device": 0, "address": base, "total_size": 2 * 1024 * 1024, "allocated_size": 512,
+           "active_size": 512, "requested_size": 100, "stream": 0, "segment_type": "small",
+           "segment_pool_id": (0, 0), "is_expandable": expandable, "frames": [], "blocks": blocks}
+    trace = [
+        ev("segment_alloc", base, 2 * 1024 * 1024, 1),
+        ev("alloc", base, 100, 2),
+        ev("alloc", base + 512, 700, 3, stream=7),
+        ev("free_requested", base + 512, 700, 4, stream=7),
+        ev("free_completed", base + 512, 700, 5, stream=7),
+        ev("free_requested", base + 4096, 64, 6, frames=False),
+        ev("free_completed", base + 4096, 64, 7, frames=False),
+        {"action": "oom", "addr": 1 << 20, "size": 1 << 33, "stream": 0, "time_us": 8},
+        {"action": "snapshot", "addr": 0, "size": 0, "stream": 0, "time_us": 9},
+    ]
+    settings = {"PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1, "garbage_collection_threshold": 0.0,
+                "expandable_segments": expandable,
+                "roundup_power2_divisions": 4 if rp2_int else {str(1 << i): i % 3 for i in range(16)}}
+    return {"segments": [seg], "device_traces": [trace] + [[] for _ in range(n_dev - 1)],
+            "allocator_settings": settings, "external_annotations": []}
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    variants = {
+        "basic": snapshot(),
+        "noaddr": snapshot(with_addr=False),
+        "rp2int": snapshot(rp2_int=True),
+        "twodev": snapshot(n_dev=2),
+        "expandable": snapshot(expandable=True),
+        "segments_only": [snapshot()["segments"][0]],
+    }
+    for name, obj in variants.items():
+        for proto in (2, 3, 4, 5):
+            data = pickle.dumps(obj, protocol=proto)
+            with open(os.path.join(OUT, f"{name}_p{proto}.pickle"), "wb") as f:
+                f.write(data)
+        with open(os.path.join(OUT, f"{name}_opt.pickle"), "wb") as f:
+            f.write(pickletools.optimize(pickle.dumps(obj, protocol=4)))
+
+
+if __name__ == "__main__":
+    main()

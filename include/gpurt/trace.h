@@ -1,0 +1,211 @@
+/* gpurt/trace.h — allocation traces: one event model for every input format.
+ *
+ * A trace is an ordered array of events (alloc, free_requested, free_completed,
+ * segment_*, oom, snapshot) plus metadata. Readers exist for:
+ *   - the native text format (docs/TRACE_FORMAT.md), also written by gpurt;
+ *   - PyTorch memory snapshots (`torch.cuda.memory._dump_snapshot` pickles),
+ *     read by a self-contained C reader of the plain-data pickle subset: no
+ *     Python needed, and every opcode that could name a global is refused;
+ *   - RAPIDS RMM logging CSV (`Thread,Time,Action,Pointer,Size,Stream`);
+ *   - google/minimalloc CSV (`id,lower,upper,size`).
+ *
+ * Ids. Every alloc gets an id; the frees of that allocation carry the same id,
+ * so a replayer finds the live allocation in O(1) (an array indexed by id).
+ * In a loaded grt_trace ids are dense, 0..n_ids-1, numbered in order of first
+ * appearance. PyTorch traces have no ids: an alloc at address A is freed by
+ * the next free_requested/free_completed at A. A free whose allocation is not
+ * in the trace (the block was live when recording started) gets a fresh id
+ * and the flag GRT_TRACE_F_UNMATCHED. Events other than alloc/free_* carry
+ * id GRT_TRACE_NO_ID.
+ *
+ * Frees. free_completed is when the block becomes reusable; free_requested
+ * (PyTorch only: the user's free, which may wait on stream events) only moves
+ * statistics. Formats without the distinction (native may have both, RMM and
+ * minimalloc do not) emit free_completed only.
+ *
+ * Streams are interned: an event's `stream` is an index into the trace's
+ * streams[] array of the recorded stream values (0 is the default stream).
+ *
+ * Errors. Malformed input yields GRT_ERR_PARSE and a grt_trace_error naming
+ * the file, the line (text formats) or byte offset (pickles) and the reason.
+ * Readers never crash on hostile input, bound their memory by the input size,
+ * and leak nothing on error.
+ *
+ * Thread safety: a loaded grt_trace is immutable; any number of threads may
+ * read it concurrently. Distinct calls share no state.
+ */
+#ifndef GPURT_TRACE_H
+#define GPURT_TRACE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "gpurt/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum grt_trace_format {
+  GRT_TRACE_FORMAT_AUTO = 0,   /* detect from the content (pickle magic, header line) */
+  GRT_TRACE_FORMAT_NATIVE,     /* docs/TRACE_FORMAT.md */
+  GRT_TRACE_FORMAT_PYTORCH,    /* torch.cuda.memory._dump_snapshot pickle */
+  GRT_TRACE_FORMAT_RMM,        /* RMM logging_resource_adaptor CSV */
+  GRT_TRACE_FORMAT_MINIMALLOC  /* minimalloc id,lower,upper,size CSV */
+} grt_trace_format;
+
+typedef enum grt_trace_kind {
+  GRT_TRACE_ALLOC = 0,       /* id, size = requested bytes, stream, addr (PyTorch/RMM: recorded) */
+  GRT_TRACE_FREE_REQUESTED,  /* id, size; stats only */
+  GRT_TRACE_FREE_COMPLETED,  /* id, size; the block becomes reusable */
+  GRT_TRACE_SEGMENT_ALLOC,   /* addr, size, stream: a device malloc (cudaMalloc) */
+  GRT_TRACE_SEGMENT_FREE,    /* addr, size, stream: a device free */
+  GRT_TRACE_SEGMENT_MAP,     /* addr, size, stream: expandable segment pages mapped */
+  GRT_TRACE_SEGMENT_UNMAP,   /* addr, size, stream: expandable segment pages unmapped */
+  GRT_TRACE_OOM,             /* a failed alloc of size on stream; PyTorch: addr = free device bytes */
+  GRT_TRACE_SNAPSHOT,        /* a memory snapshot was taken here */
+  GRT_TRACE_KIND_COUNT
+} grt_trace_kind;
+
+#define GRT_TRACE_NO_ID UINT64_MAX
+
+/* Event flags. */
+#define GRT_TRACE_F_TIME 0x01u      /* `time` is valid */
+#define GRT_TRACE_F_ADDR 0x02u      /* `addr` is valid */
+#define GRT_TRACE_F_UNMATCHED 0x04u /* a free whose alloc is not in the trace (live at its start) */
+
+/* One event: 40 bytes. */
+typedef struct grt_trace_event {
+  uint64_t id;      /* allocation id (alloc/free_*), else GRT_TRACE_NO_ID */
+  uint64_t size;    /* bytes (alloc: requested size) */
+  uint64_t addr;    /* recorded device address when GRT_TRACE_F_ADDR, else 0 */
+  int64_t time;     /* when GRT_TRACE_F_TIME: PyTorch/RMM microseconds, minimalloc steps */
+  uint32_t stream;  /* index into the trace's streams[] */
+  uint8_t kind;     /* grt_trace_kind */
+  uint8_t flags;    /* GRT_TRACE_F_* */
+  uint16_t reserved;
+} grt_trace_event;
+
+/* PyTorch snapshot block states. */
+typedef enum grt_trace_block_state {
+  GRT_TRACE_BLOCK_INACTIVE = 0,       /* free (cached) */
+  GRT_TRACE_BLOCK_ACTIVE_ALLOCATED,   /* allocated */
+  GRT_TRACE_BLOCK_ACTIVE_PENDING_FREE /* freed, waiting on stream events */
+} grt_trace_block_state;
+
+typedef struct grt_trace_block {
+  uint64_t addr;           /* computed from the segment when the snapshot omits it */
+  uint64_t size;           /* bytes */
+  uint64_t requested_size; /* bytes the user asked for (0 for inactive blocks) */
+  grt_trace_block_state state;
+} grt_trace_block;
+
+/* A segment of the snapshot's final `segments` list (chosen device only). */
+typedef struct grt_trace_segment {
+  uint64_t addr;
+  uint64_t total_size;          /* bytes */
+  grt_stream_id stream;         /* the recorded stream value (not an index) */
+  bool is_large;                /* segment_type 'large' (else 'small') */
+  bool is_expandable;
+  const grt_trace_block *blocks; /* owned by the trace; in address order */
+  size_t n_blocks;
+} grt_trace_segment;
+
+#define GRT_TRACE_RP2_INTERVALS 16
+
+/* PyTorch `allocator_settings` (defaults when absent; see `present`). */
+typedef struct grt_trace_alloc_settings {
+  bool present;                 /* the snapshot had allocator_settings */
+  bool expandable_segments;
+  int64_t max_split_size;       /* bytes; -1 = unlimited */
+  double garbage_collection_threshold; /* 0 = off */
+  /* divisions for sizes in [2^i MiB, 2^(i+1) MiB) (i = 0 also covers smaller
+   * sizes, the last entry also larger ones); 0 or 1 = off */
+  uint32_t roundup_power2_divisions[GRT_TRACE_RP2_INTERVALS];
+} grt_trace_alloc_settings;
+
+/* Everything a loaded trace holds; pointers are owned by the trace and valid until it is destroyed. */
+typedef struct grt_trace_info {
+  grt_trace_format format;   /* the format it was read from */
+  int device;                /* PyTorch: the device_traces[] entry read; else 0 */
+  int n_devices;             /* PyTorch: number of device_traces; else 1 */
+  const grt_trace_event *events;
+  size_t n_events;
+  uint64_t n_ids;            /* ids are 0..n_ids-1 */
+  const grt_stream_id *streams; /* stream values by index */
+  size_t n_streams;
+  const grt_trace_segment *segments; /* PyTorch final segments; else none */
+  size_t n_segments;
+  grt_trace_alloc_settings settings;
+  size_t count[GRT_TRACE_KIND_COUNT]; /* events per kind */
+} grt_trace_info;
+
+typedef struct grt_trace grt_trace;
+
+/* Where and why reading failed. `line` is 1-based for text formats (0 when
+ * not applicable); `offset` is the byte offset (pickles; text: line start). */
+typedef struct grt_trace_error {
+  char file[256];    /* path, or the name given to grt_trace_load_buffer (truncated) */
+  uint64_t line;
+  uint64_t offset;
+  bool has_offset;   /* binary input: report the offset, not the line */
+  char reason[256];  /* e.g. "size field 'abc' is not a number" */
+} grt_trace_error;
+
+typedef struct grt_trace_load_config {
+  grt_trace_format format; /* default GRT_TRACE_FORMAT_AUTO */
+  int device;              /* PyTorch: which device_traces[] entry; default 0 */
+} grt_trace_load_config;
+
+GRT_API void grt_trace_load_config_default(grt_trace_load_config *cfg);
+
+/* Reads a whole trace file. cfg may be NULL (defaults); err may be NULL.
+ * On failure *out is NULL, nothing leaks, and err says where and why:
+ * GRT_ERR_IO (cannot open/read), GRT_ERR_PARSE (malformed), GRT_ERR_NOMEM,
+ * GRT_ERR_INVALID_ARG (bad arguments or device out of range). */
+GRT_API grt_status grt_trace_load(const char *path, const grt_trace_load_config *cfg,
+                                  grt_trace **out, grt_trace_error *err);
+
+/* As grt_trace_load, from memory (data is not retained). `name` appears in
+ * errors (may be NULL: "<buffer>"). len 0 is a parse error. */
+GRT_API grt_status grt_trace_load_buffer(const void *data, size_t len, const char *name,
+                                         const grt_trace_load_config *cfg, grt_trace **out,
+                                         grt_trace_error *err);
+
+/* grt_trace_destroy(NULL) is a no-op. */
+GRT_API grt_status grt_trace_destroy(grt_trace *trace);
+
+/* Fills *out; its pointers stay valid until the trace is destroyed. */
+GRT_API grt_status grt_trace_get_info(const grt_trace *trace, grt_trace_info *out);
+
+/* Streaming native reader: calls fn once per event in file order, without
+ * keeping events, so memory stays constant (plus the stream table). Ids are
+ * the file's own (unique among live allocations, possibly reused after the
+ * free_completed; not remapped). `stream` is the recorded stream value and
+ * ev->stream its index in first-seen order. Metadata lines are validated and
+ * skipped. A nonzero status from fn stops the read and is returned (err
+ * reason "stopped by callback"). */
+typedef grt_status (*grt_trace_event_fn)(void *ctx, const grt_trace_event *ev, grt_stream_id stream);
+GRT_API grt_status grt_trace_read_native_stream(const char *path, grt_trace_event_fn fn, void *ctx,
+                                                grt_trace_error *err);
+
+/* Writes the trace in the native format (lossless for everything in
+ * grt_trace_info except `count`, which is recomputed). */
+GRT_API grt_status grt_trace_write_native(const grt_trace *trace, FILE *f);
+/* Line-at-a-time writer for traces too large to hold: the header line, then
+ * one line per event (`stream` is the stream value; ev->stream is ignored). */
+GRT_API grt_status grt_trace_write_native_header(FILE *f);
+GRT_API grt_status grt_trace_write_native_event(FILE *f, const grt_trace_event *ev, grt_stream_id stream);
+GRT_API grt_status grt_trace_save_native(const grt_trace *trace, const char *path, grt_trace_error *err);
+
+/* Formats err as "file:line: reason" or "file: byte N: reason" into buf. */
+GRT_API grt_status grt_trace_error_format(const grt_trace_error *err, char *buf, size_t buf_size);
+
+/* Names: "alloc", "free_requested", ...; "pytorch", "native", ... Never NULL. */
+GRT_API const char *grt_trace_kind_name(grt_trace_kind kind);
+GRT_API const char *grt_trace_format_name(grt_trace_format format);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPURT_TRACE_H */

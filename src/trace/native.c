@@ -1,0 +1,401 @@
+/* native.c — the native text trace format: reader (whole and streaming) and writer.
+ *
+ * Format (docs/TRACE_FORMAT.md is the contract): a first line
+ * "gpurt-trace 1"; then one record per line: blank lines and '#' comments are
+ * skipped, '%' lines carry metadata (device, allocator settings, segments and
+ * their blocks), every other line is one event:
+ *     <kind> <id|-> [<size|-> [<stream|-> [<time|-> [<addr|->]]]]
+ * The same line parser serves the whole-file reader (which feeds the builder,
+ * remapping ids densely) and the streaming reader (which hands each event to
+ * a callback and keeps nothing but the stream table).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/trace_impl.h"
+
+#define NATIVE_MAGIC "gpurt-trace 1"
+#define STREAM_MAX_LINE 4096
+#define STREAM_CHUNK 65536
+
+typedef struct nat_event {
+  grt_trace_kind kind;
+  uint64_t id;
+  uint64_t size;
+  grt_stream_id stream;
+  int64_t time;
+  uint64_t addr;
+  unsigned flags;
+} nat_event;
+
+static bool is_dash(grt__slice s) { return s.n == 1 && s.p[0] == '-'; }
+
+static bool kind_from_name(grt__slice s, grt_trace_kind *k) {
+  for (int i = 0; i < GRT_TRACE_KIND_COUNT; i++)
+    if (grt__slice_eq(s, grt_trace_kind_name((grt_trace_kind)i))) {
+      *k = (grt_trace_kind)i;
+      return true;
+    }
+  if (grt__slice_eq(s, "free")) {
+    *k = GRT_TRACE_FREE_COMPLETED;
+    return true;
+  }
+  return false;
+}
+
+static bool is_alloc_kind(grt_trace_kind k) {
+  return k == GRT_TRACE_ALLOC || k == GRT_TRACE_FREE_REQUESTED || k == GRT_TRACE_FREE_COMPLETED;
+}
+
+#define FAIL(...)                                              \
+  do {                                                         \
+    grt__trace_err(err, lineno, offset, false, __VA_ARGS__);   \
+    return GRT_ERR_PARSE;                                      \
+  } while (0)
+
+static grt_status parse_event(const grt__slice *f, size_t nf, nat_event *ev, uint64_t lineno,
+                              size_t offset, grt_trace_error *err) {
+  char q[64];
+  memset(ev, 0, sizeof *ev);
+  if (nf > 6) FAIL("too many fields (at most 6: kind id size stream time addr)");
+  if (!kind_from_name(f[0], &ev->kind)) FAIL("unknown event kind '%s'", grt__quote(f[0], q, sizeof q));
+  const char *kname = grt_trace_kind_name(ev->kind);
+  ev->id = GRT_TRACE_NO_ID;
+  if (is_alloc_kind(ev->kind)) {
+    if (nf < 2 || is_dash(f[1])) FAIL("%s needs an id", kname);
+    if (!grt__parse_u64(f[1], &ev->id) || ev->id == UINT64_MAX)
+      FAIL("id field '%s' is not a number below 2^64-1", grt__quote(f[1], q, sizeof q));
+  } else if (nf >= 2 && !is_dash(f[1])) {
+    FAIL("%s takes no id (write '-')", kname);
+  }
+  if (nf >= 3 && !is_dash(f[2])) {
+    if (!grt__parse_u64(f[2], &ev->size)) FAIL("size field '%s' is not a number", grt__quote(f[2], q, sizeof q));
+  } else if (ev->kind == GRT_TRACE_ALLOC) {
+    FAIL("alloc needs a size");
+  }
+  if (nf >= 4 && !is_dash(f[3]) && !grt__parse_u64_any(f[3], &ev->stream))
+    FAIL("stream field '%s' is not a number", grt__quote(f[3], q, sizeof q));
+  if (nf >= 5 && !is_dash(f[4])) {
+    if (!grt__parse_i64(f[4], &ev->time)) FAIL("time field '%s' is not a number", grt__quote(f[4], q, sizeof q));
+    ev->flags |= GRT_TRACE_F_TIME;
+  }
+  if (nf >= 6 && !is_dash(f[5])) {
+    if (!grt__parse_u64_any(f[5], &ev->addr)) FAIL("addr field '%s' is not a number", grt__quote(f[5], q, sizeof q));
+    ev->flags |= GRT_TRACE_F_ADDR;
+  }
+  if (ev->kind >= GRT_TRACE_SEGMENT_ALLOC && ev->kind <= GRT_TRACE_SEGMENT_UNMAP && !(ev->flags & GRT_TRACE_F_ADDR))
+    FAIL("%s needs an addr", kname);
+  return GRT_OK;
+}
+
+static grt_status parse_setting(const grt__slice *f, size_t nf, grt_trace_alloc_settings *s,
+                                uint64_t lineno, size_t offset, grt_trace_error *err) {
+  char q[64];
+  uint64_t u;
+  s->present = true;
+  if (nf < 3) FAIL("%%setting needs a name and a value");
+  if (grt__slice_eq(f[1], "expandable_segments")) {
+    if (nf != 3 || !grt__parse_u64(f[2], &u) || u > 1) FAIL("expandable_segments must be 0 or 1");
+    s->expandable_segments = u == 1;
+  } else if (grt__slice_eq(f[1], "max_split_size")) {
+    if (nf != 3 || !grt__parse_i64(f[2], &s->max_split_size)) FAIL("max_split_size must be an integer");
+  } else if (grt__slice_eq(f[1], "garbage_collection_threshold")) {
+    if (nf != 3 || !grt__parse_double(f[2], &s->garbage_collection_threshold))
+      FAIL("garbage_collection_threshold must be a number");
+  } else if (grt__slice_eq(f[1], "roundup_power2_divisions")) {
+    if (nf != 2 + GRT_TRACE_RP2_INTERVALS) FAIL("roundup_power2_divisions needs %d values", GRT_TRACE_RP2_INTERVALS);
+    for (int i = 0; i < GRT_TRACE_RP2_INTERVALS; i++) {
+      if (!grt__parse_u64(f[2 + i], &u) || u > UINT32_MAX) FAIL("roundup_power2_divisions value '%s' is not a number", grt__quote(f[2 + i], q, sizeof q));
+      s->roundup_power2_divisions[i] = (uint32_t)u;
+    }
+  } else {
+    FAIL("unknown setting '%s'", grt__quote(f[1], q, sizeof q));
+  }
+  return GRT_OK;
+}
+
+static grt_status parse_segment(const grt__slice *f, size_t nf, grt_trace_segment *seg,
+                                uint64_t lineno, size_t offset, grt_trace_error *err) {
+  uint64_t e;
+  memset(seg, 0, sizeof *seg);
+  if (nf != 6) FAIL("%%segment needs: addr total_size stream small|large expandable(0|1)");
+  if (!grt__parse_u64_any(f[1], &seg->addr)) FAIL("segment addr is not a number");
+  if (!grt__parse_u64(f[2], &seg->total_size)) FAIL("segment total_size is not a number");
+  if (!grt__parse_u64_any(f[3], &seg->stream)) FAIL("segment stream is not a number");
+  if (grt__slice_eq(f[4], "large")) seg->is_large = true;
+  else if (!grt__slice_eq(f[4], "small")) FAIL("segment type must be 'small' or 'large'");
+  if (!grt__parse_u64(f[5], &e) || e > 1) FAIL("segment expandable flag must be 0 or 1");
+  seg->is_expandable = e == 1;
+  return GRT_OK;
+}
+
+static const char *const block_states[] = {"inactive", "active_allocated", "active_pending_free"};
+
+static grt_status parse_block(const grt__slice *f, size_t nf, grt_trace_block *blk, uint64_t lineno,
+                              size_t offset, grt_trace_error *err) {
+  memset(blk, 0, sizeof *blk);
+  if (nf != 5) FAIL("%%block needs: addr size requested_size state");
+  if (!grt__parse_u64_any(f[1], &blk->addr)) FAIL("block addr is not a number");
+  if (!grt__parse_u64(f[2], &blk->size)) FAIL("block size is not a number");
+  if (!grt__parse_u64(f[3], &blk->requested_size)) FAIL("block requested_size is not a number");
+  for (int i = 0; i < 3; i++)
+    if (grt__slice_eq(f[4], block_states[i])) {
+      blk->state = (grt_trace_block_state)i;
+      return GRT_OK;
+    }
+  FAIL("unknown block state");
+}
+
+/* One '%' line. b may be NULL (streaming: validate only); *have_segment tracks %block placement. */
+static grt_status parse_meta(const grt__slice *f, size_t nf, grt__tb *b, bool *have_segment,
+                             uint64_t lineno, size_t offset, grt_trace_error *err) {
+  char q[64];
+  grt_status st = GRT_OK;
+  if (grt__slice_eq(f[0], "%device")) {
+    uint64_t d, n;
+    if (nf != 3 || !grt__parse_u64(f[1], &d) || !grt__parse_u64(f[2], &n) || n == 0 || d >= n || n > INT32_MAX)
+      FAIL("%%device needs: device n_devices (device < n_devices)");
+    if (b) b->t->device = (int)d, b->t->n_devices = (int)n;
+  } else if (grt__slice_eq(f[0], "%setting")) {
+    grt_trace_alloc_settings tmp, *s = b ? &b->t->settings : &tmp;
+    st = parse_setting(f, nf, s, lineno, offset, err);
+  } else if (grt__slice_eq(f[0], "%segment")) {
+    grt_trace_segment seg;
+    st = parse_segment(f, nf, &seg, lineno, offset, err);
+    if (!st) *have_segment = true;
+    if (!st && b) st = grt__tb_segment(b, &seg);
+  } else if (grt__slice_eq(f[0], "%block")) {
+    grt_trace_block blk;
+    if (!*have_segment) FAIL("%%block before any %%segment");
+    st = parse_block(f, nf, &blk, lineno, offset, err);
+    if (!st && b) st = grt__tb_block(b, &blk);
+  } else {
+    FAIL("unknown metadata line '%s'", grt__quote(f[0], q, sizeof q));
+  }
+  return st;
+}
+
+typedef struct nat_state {
+  grt__tb tb;            /* whole-file: the trace; streaming: the stream table only */
+  bool streaming;
+  bool have_segment;
+  bool seen_magic;
+  grt_trace_event_fn fn;
+  void *ctx;
+} nat_state;
+
+static grt_status nat_line(nat_state *s, grt__slice line, uint64_t lineno, size_t offset,
+                           grt_trace_error *err) {
+  grt__slice f[2 + GRT_TRACE_RP2_INTERVALS + 1];
+  char q[64];
+  if (!s->seen_magic) {
+    if (!grt__slice_eq(grt__slice_trim(line), NATIVE_MAGIC))
+      FAIL("first line must be '" NATIVE_MAGIC "', found '%s'", grt__quote(line, q, sizeof q));
+    s->seen_magic = true;
+    return GRT_OK;
+  }
+  size_t nf = grt__split(line, ' ', f, sizeof f / sizeof f[0] - 1);
+  if (nf == 0 || f[0].p[0] == '#') return GRT_OK;
+  if (nf > sizeof f / sizeof f[0] - 1) FAIL("too many fields");
+  if (f[0].p[0] == '%')
+    return parse_meta(f, nf, s->streaming ? NULL : &s->tb, &s->have_segment, lineno, offset, err);
+  nat_event ev;
+  grt_status st = parse_event(f, nf, &ev, lineno, offset, err);
+  if (st) return st;
+  if (!s->streaming) {
+    st = grt__tb_event(&s->tb, ev.kind, ev.id, ev.size, ev.stream, ev.time, ev.addr, ev.flags);
+    if (st == GRT_ERR_STATE) FAIL("alloc of id %" PRIu64 " which is still live", ev.id);
+    if (st) FAIL("%s", grt_status_str(st));
+    return GRT_OK;
+  }
+  grt_trace_event out;
+  memset(&out, 0, sizeof out);
+  st = grt__tb_stream(&s->tb, ev.stream, &out.stream);
+  if (st) FAIL("%s", grt_status_str(st));
+  out.id = ev.id;
+  out.size = ev.size;
+  out.addr = ev.addr;
+  out.time = ev.time;
+  out.kind = (uint8_t)ev.kind;
+  out.flags = (uint8_t)ev.flags;
+  st = s->fn(s->ctx, &out, ev.stream);
+  if (st) {
+    grt__trace_err(err, lineno, offset, false, "stopped by callback (%s)", grt_status_name(st));
+    return st;
+  }
+  return GRT_OK;
+}
+
+grt_status grt__read_native(const char *data, size_t len, grt_trace **out, grt_trace_error *err) {
+  nat_state s;
+  memset(&s, 0, sizeof s);
+  grt_status st = grt__tb_init(&s.tb, GRT_TRACE_FORMAT_NATIVE);
+  if (st) return st;
+  grt__lines it;
+  grt__slice line;
+  grt__lines_init(&it, data, len);
+  while (grt__lines_next(&it, &line)) {
+    st = nat_line(&s, line, it.lineno, it.offset, err);
+    if (st) break;
+  }
+  if (!st && !s.seen_magic) {
+    grt__trace_err(err, 1, 0, false, "empty input (expected '" NATIVE_MAGIC "')");
+    st = GRT_ERR_PARSE;
+  }
+  if (st) {
+    grt__tb_abort(&s.tb);
+    return st;
+  }
+  return grt__tb_finish(&s.tb, out);
+}
+
+grt_status grt_trace_read_native_stream(const char *path, grt_trace_event_fn fn, void *ctx,
+                                        grt_trace_error *err) {
+  if (err) memset(err, 0, sizeof *err);
+  if (!path || !fn) return GRT_ERR_INVALID_ARG;
+  grt__trace_err_file(err, path);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    grt__trace_err(err, 0, 0, false, "cannot open: %s", strerror(errno));
+    return GRT_ERR_IO;
+  }
+  nat_state s;
+  memset(&s, 0, sizeof s);
+  s.streaming = true;
+  s.fn = fn;
+  s.ctx = ctx;
+  grt_status st = grt__tb_init(&s.tb, GRT_TRACE_FORMAT_NATIVE);
+  char *buf = malloc(STREAM_CHUNK);
+  if (st || !buf) {
+    fclose(f);
+    free(buf);
+    grt__tb_abort(&s.tb);
+    return GRT_ERR_NOMEM;
+  }
+  /* buf[start, have) holds unread bytes; a line is processed once its '\n' (or EOF) is in. */
+  size_t have = 0, start = 0, offset = 0;
+  uint64_t lineno = 0;
+  bool eof = false;
+  while (!st) {
+    char *nl = memchr(buf + start, '\n', have - start);
+    if (!nl && !eof) {
+      if (have - start > STREAM_MAX_LINE) {
+        grt__trace_err(err, lineno + 1, offset, false, "line longer than %d bytes", STREAM_MAX_LINE);
+        st = GRT_ERR_PARSE;
+        break;
+      }
+      memmove(buf, buf + start, have - start);
+      have -= start;
+      start = 0;
+      size_t n = fread(buf + have, 1, STREAM_CHUNK - have, f);
+      if (n == 0) eof = true;
+      have += n;
+      continue;
+    }
+    if (!nl && start == have) break; /* EOF, nothing left */
+    size_t n = nl ? (size_t)(nl - (buf + start)) : have - start;
+    if (n > STREAM_MAX_LINE) {
+      grt__trace_err(err, lineno + 1, offset, false, "line longer than %d bytes", STREAM_MAX_LINE);
+      st = GRT_ERR_PARSE;
+      break;
+    }
+    grt__slice line = {buf + start, n};
+    if (line.n > 0 && line.p[line.n - 1] == '\r') line.n--;
+    lineno++;
+    st = nat_line(&s, line, lineno, offset, err);
+    offset += n + (nl ? 1 : 0);
+    start += n + (nl ? 1 : 0);
+  }
+  if (!st && ferror(f)) {
+    grt__trace_err(err, lineno, offset, false, "read error");
+    st = GRT_ERR_IO;
+  }
+  if (!st && !s.seen_magic) {
+    grt__trace_err(err, 1, 0, false, "empty input (expected '" NATIVE_MAGIC "')");
+    st = GRT_ERR_PARSE;
+  }
+  free(buf);
+  fclose(f);
+  grt__tb_abort(&s.tb);
+  return st;
+}
+
+/* ---- writer ---- */
+
+grt_status grt_trace_write_native_header(FILE *f) {
+  if (!f) return GRT_ERR_INVALID_ARG;
+  return fprintf(f, NATIVE_MAGIC "\n") < 0 ? GRT_ERR_IO : GRT_OK;
+}
+
+grt_status grt_trace_write_native_event(FILE *f, const grt_trace_event *ev, grt_stream_id stream) {
+  char id[24] = "-", t[24] = "-", a[24] = "-";
+  if (!f || !ev || ev->kind >= GRT_TRACE_KIND_COUNT) return GRT_ERR_INVALID_ARG;
+  bool with_id = is_alloc_kind((grt_trace_kind)ev->kind);
+  if (with_id) {
+    if (ev->id == GRT_TRACE_NO_ID) return GRT_ERR_INVALID_ARG;
+    snprintf(id, sizeof id, "%" PRIu64, ev->id);
+  }
+  if (ev->flags & GRT_TRACE_F_TIME) snprintf(t, sizeof t, "%" PRId64, ev->time);
+  if (ev->flags & GRT_TRACE_F_ADDR) snprintf(a, sizeof a, "0x%" PRIx64, ev->addr);
+  const char *k = grt_trace_kind_name((grt_trace_kind)ev->kind);
+  int r;
+  if (ev->flags & GRT_TRACE_F_ADDR)
+    r = fprintf(f, "%s %s %" PRIu64 " %" PRIu64 " %s %s\n", k, id, ev->size, stream, t, a);
+  else if (ev->flags & GRT_TRACE_F_TIME)
+    r = fprintf(f, "%s %s %" PRIu64 " %" PRIu64 " %s\n", k, id, ev->size, stream, t);
+  else
+    r = fprintf(f, "%s %s %" PRIu64 " %" PRIu64 "\n", k, id, ev->size, stream);
+  return r < 0 ? GRT_ERR_IO : GRT_OK;
+}
+
+static int write_meta(const grt_trace *t, FILE *f) {
+  int r = fprintf(f, "%%device %d %d\n", t->device, t->n_devices);
+  const grt_trace_alloc_settings *s = &t->settings;
+  if (s->present) {
+    r |= fprintf(f, "%%setting expandable_segments %d\n", s->expandable_segments ? 1 : 0);
+    r |= fprintf(f, "%%setting max_split_size %" PRId64 "\n", s->max_split_size);
+    r |= fprintf(f, "%%setting garbage_collection_threshold %.17g\n", s->garbage_collection_threshold);
+    r |= fprintf(f, "%%setting roundup_power2_divisions");
+    for (int i = 0; i < GRT_TRACE_RP2_INTERVALS; i++) r |= fprintf(f, " %" PRIu32, s->roundup_power2_divisions[i]);
+    r |= fprintf(f, "\n");
+  }
+  for (size_t i = 0; i < t->n_segments; i++) {
+    const grt_trace_segment *g = &t->segments[i];
+    r |= fprintf(f, "%%segment 0x%" PRIx64 " %" PRIu64 " %" PRIu64 " %s %d\n", g->addr, g->total_size,
+                 g->stream, g->is_large ? "large" : "small", g->is_expandable ? 1 : 0);
+    for (size_t j = 0; j < g->n_blocks; j++) {
+      const grt_trace_block *k = &g->blocks[j];
+      r |= fprintf(f, "%%block 0x%" PRIx64 " %" PRIu64 " %" PRIu64 " %s\n", k->addr, k->size,
+                   k->requested_size, block_states[k->state]);
+    }
+  }
+  return r;
+}
+
+grt_status grt_trace_write_native(const grt_trace *t, FILE *f) {
+  if (!t || !f) return GRT_ERR_INVALID_ARG;
+  grt_status st = grt_trace_write_native_header(f);
+  if (st) return st;
+  if (write_meta(t, f) < 0) return GRT_ERR_IO;
+  for (size_t i = 0; i < t->n_events && !st; i++)
+    st = grt_trace_write_native_event(f, &t->events[i], t->streams[t->events[i].stream]);
+  return st;
+}
+
+grt_status grt_trace_save_native(const grt_trace *t, const char *path, grt_trace_error *err) {
+  if (err) memset(err, 0, sizeof *err);
+  if (!t || !path) return GRT_ERR_INVALID_ARG;
+  grt__trace_err_file(err, path);
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    grt__trace_err(err, 0, 0, false, "cannot create: %s", strerror(errno));
+    return GRT_ERR_IO;
+  }
+  grt_status st = grt_trace_write_native(t, f);
+  if (fclose(f) != 0 && !st) st = GRT_ERR_IO;
+  if (st) grt__trace_err(err, 0, 0, false, "write failed");
+  return st;
+}

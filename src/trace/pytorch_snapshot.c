@@ -1,0 +1,272 @@
+/* pytorch_snapshot.c — PyTorch memory snapshots (torch.cuda.memory._dump_snapshot) to events.
+ *
+ * The pickle (plain dicts/lists) is parsed by pickle.c; this file walks the
+ * fixed schema: `device_traces[device]` becomes the event list (ids matched
+ * by address: an alloc at A is freed by the next free_* at A), the final
+ * `segments` of that device become the trace's segments (block addresses
+ * computed as segment address + sizes of the blocks before, when absent) and
+ * `allocator_settings` fill the settings. Only known keys are read; unknown
+ * keys (frames, compile_context, ...) are ignored. Errors name the element
+ * path, e.g. "device_traces[0][17]: 'size' is not an integer".
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/pickle.h"
+#include "trace/trace_impl.h"
+
+typedef struct conv {
+  grt__tb b;
+  grt_trace_error *err;
+  int device;
+} conv;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static grt_status bad(conv *c, const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  grt__trace_err(c->err, 0, 0, false, "%s", msg);
+  return GRT_ERR_PARSE;
+}
+
+static bool as_u64(const grt__pv *v, uint64_t *out) {
+  if (!v) return false;
+  if (v->type == GRT__PV_INT || v->type == GRT__PV_BOOL) {
+    if (!v->big && v->u.i < 0) return false;
+    *out = (uint64_t)v->u.i;
+    return true;
+  }
+  return false;
+}
+
+static bool as_i64(const grt__pv *v, int64_t *out) {
+  if (!v || (v->type != GRT__PV_INT && v->type != GRT__PV_BOOL) || v->big) return false;
+  *out = v->u.i;
+  return true;
+}
+
+static bool as_list(const grt__pv *v) { return v && (v->type == GRT__PV_LIST || v->type == GRT__PV_TUPLE); }
+
+/* Reads an unsigned field; absent -> def (or error when required). */
+static grt_status field_u64(conv *c, const grt__pv *d, const char *key, bool required, uint64_t def,
+                            uint64_t *out, const char *where, size_t i) {
+  const grt__pv *v = grt__pv_get(d, key);
+  if (!v || v->type == GRT__PV_NONE) {
+    if (required) return bad(c, "%s[%zu]: '%s' is missing", where, i, key);
+    *out = def;
+    return GRT_OK;
+  }
+  if (!as_u64(v, out)) return bad(c, "%s[%zu]: '%s' is not a non-negative integer", where, i, key);
+  return GRT_OK;
+}
+
+static const struct {
+  const char *name;
+  grt_trace_kind kind;
+} actions[] = {
+    {"alloc", GRT_TRACE_ALLOC},
+    {"free_requested", GRT_TRACE_FREE_REQUESTED},
+    {"free_completed", GRT_TRACE_FREE_COMPLETED},
+    {"segment_alloc", GRT_TRACE_SEGMENT_ALLOC},
+    {"segment_free", GRT_TRACE_SEGMENT_FREE},
+    {"segment_map", GRT_TRACE_SEGMENT_MAP},
+    {"segment_unmap", GRT_TRACE_SEGMENT_UNMAP},
+    {"oom", GRT_TRACE_OOM},
+    {"snapshot", GRT_TRACE_SNAPSHOT},
+};
+
+static grt_status read_event(conv *c, const grt__pv *e, size_t i) {
+  char where[40];
+  snprintf(where, sizeof where, "device_traces[%d]", c->device);
+  char q[64];
+  if (!e || e->type != GRT__PV_DICT) return bad(c, "%s[%zu]: not a dict", where, i);
+  const grt__pv *a = grt__pv_get(e, "action");
+  if (!a || a->type != GRT__PV_STR) return bad(c, "%s[%zu]: 'action' is missing or not a string", where, i);
+  if (grt__pv_is_str(a, "user_defined")) return GRT_OK; /* annotations carry no allocator effect */
+  grt_trace_kind kind = GRT_TRACE_KIND_COUNT;
+  for (size_t k = 0; k < sizeof actions / sizeof actions[0]; k++)
+    if (grt__pv_is_str(a, actions[k].name)) kind = actions[k].kind;
+  if (kind == GRT_TRACE_KIND_COUNT) {
+    grt__slice s = {a->u.s.p, a->u.s.n};
+    return bad(c, "%s[%zu]: unknown action '%s'", where, i, grt__quote(s, q, sizeof q));
+  }
+  uint64_t addr, size, stream;
+  int64_t time = 0;
+  unsigned flags = GRT_TRACE_F_ADDR;
+  grt_status st = field_u64(c, e, "addr", kind <= GRT_TRACE_SEGMENT_UNMAP, 0, &addr, where, i);
+  if (!st) st = field_u64(c, e, "size", false, 0, &size, where, i);
+  if (!st) st = field_u64(c, e, "stream", false, 0, &stream, where, i);
+  if (st) return st;
+  const grt__pv *t = grt__pv_get(e, "time_us");
+  if (t && t->type != GRT__PV_NONE) {
+    if (!as_i64(t, &time)) return bad(c, "%s[%zu]: 'time_us' is not an integer", where, i);
+    flags |= GRT_TRACE_F_TIME;
+  }
+  st = grt__tb_event(&c->b, kind, addr, size, stream, time, addr, flags);
+  if (st == GRT_ERR_STATE)
+    return bad(c, "%s[%zu]: alloc at 0x%" PRIx64 ", which is still allocated (no free_completed since its alloc)", where, i, addr);
+  if (st == GRT_ERR_INVALID_ARG) return bad(c, "%s[%zu]: address out of range", where, i);
+  if (st) grt__trace_err(c->err, 0, 0, false, "%s", grt_status_str(st));
+  return st;
+}
+
+static grt_status read_block(conv *c, const grt__pv *bv, uint64_t *next_addr, size_t i) {
+  const char *where = "segment blocks";
+  grt_trace_block blk;
+  memset(&blk, 0, sizeof blk);
+  if (!bv || bv->type != GRT__PV_DICT) return bad(c, "%s[%zu]: not a dict", where, i);
+  grt_status st = field_u64(c, bv, "size", true, 0, &blk.size, where, i);
+  if (!st) st = field_u64(c, bv, "requested_size", false, 0, &blk.requested_size, where, i);
+  if (!st) st = field_u64(c, bv, "address", false, *next_addr, &blk.addr, where, i);
+  if (st) return st;
+  const grt__pv *s = grt__pv_get(bv, "state");
+  if (grt__pv_is_str(s, "active_allocated"))
+    blk.state = GRT_TRACE_BLOCK_ACTIVE_ALLOCATED;
+  else if (grt__pv_is_str(s, "active_pending_free"))
+    blk.state = GRT_TRACE_BLOCK_ACTIVE_PENDING_FREE;
+  else if (grt__pv_is_str(s, "inactive"))
+    blk.state = GRT_TRACE_BLOCK_INACTIVE;
+  else
+    return bad(c, "%s[%zu]: 'state' is not inactive/active_allocated/active_pending_free", where, i);
+  *next_addr = blk.addr + blk.size;
+  st = grt__tb_block(&c->b, &blk);
+  if (st) grt__trace_err(c->err, 0, 0, false, "%s", grt_status_str(st));
+  return st;
+}
+
+static grt_status read_segment(conv *c, const grt__pv *sv, size_t i) {
+  const char *where = "segments";
+  grt_trace_segment seg;
+  memset(&seg, 0, sizeof seg);
+  if (!sv || sv->type != GRT__PV_DICT) return bad(c, "%s[%zu]: not a dict", where, i);
+  uint64_t dev;
+  grt_status st = field_u64(c, sv, "device", false, (uint64_t)c->device, &dev, where, i);
+  if (st) return st;
+  if (dev != (uint64_t)c->device) return GRT_OK;
+  st = field_u64(c, sv, "address", true, 0, &seg.addr, where, i);
+  if (!st) st = field_u64(c, sv, "total_size", true, 0, &seg.total_size, where, i);
+  if (!st) st = field_u64(c, sv, "stream", false, 0, &seg.stream, where, i);
+  if (st) return st;
+  const grt__pv *t = grt__pv_get(sv, "segment_type");
+  if (grt__pv_is_str(t, "large")) seg.is_large = true;
+  else if (grt__pv_is_str(t, "small")) seg.is_large = false;
+  else if (!t) seg.is_large = seg.total_size > 2 * GRT_MiB; /* small-pool segments are 2 MiB */
+  else return bad(c, "%s[%zu]: 'segment_type' is not 'small' or 'large'", where, i);
+  const grt__pv *e = grt__pv_get(sv, "is_expandable");
+  seg.is_expandable = e && e->type == GRT__PV_BOOL && e->u.i;
+  if ((st = grt__tb_segment(&c->b, &seg))) return st;
+  const grt__pv *blocks = grt__pv_get(sv, "blocks");
+  if (!blocks) return GRT_OK;
+  if (!as_list(blocks)) return bad(c, "%s[%zu]: 'blocks' is not a list", where, i);
+  uint64_t next = seg.addr;
+  for (size_t k = 0; k < blocks->u.seq.n && !st; k++) st = read_block(c, blocks->u.seq.v[k], &next, k);
+  return st;
+}
+
+static grt_status read_settings(conv *c, const grt__pv *s) {
+  grt_trace_alloc_settings *o = &c->b.t->settings;
+  if (!s || s->type == GRT__PV_NONE) return GRT_OK;
+  if (s->type != GRT__PV_DICT) return bad(c, "allocator_settings is not a dict");
+  o->present = true;
+  const grt__pv *v = grt__pv_get(s, "expandable_segments");
+  if (v) o->expandable_segments = (v->type == GRT__PV_BOOL || v->type == GRT__PV_INT) && v->u.i != 0;
+  v = grt__pv_get(s, "max_split_size");
+  if (v && !as_i64(v, &o->max_split_size)) return bad(c, "allocator_settings: 'max_split_size' is not an integer");
+  v = grt__pv_get(s, "garbage_collection_threshold");
+  if (v && v->type == GRT__PV_FLOAT) o->garbage_collection_threshold = v->u.f;
+  else if (v && v->type == GRT__PV_INT && !v->big) o->garbage_collection_threshold = (double)v->u.i;
+  else if (v) return bad(c, "allocator_settings: 'garbage_collection_threshold' is not a number");
+  if (!isfinite(o->garbage_collection_threshold))
+    return bad(c, "allocator_settings: 'garbage_collection_threshold' is not finite");
+  v = grt__pv_get(s, "roundup_power2_divisions");
+  uint64_t u;
+  if (v && v->type == GRT__PV_DICT) {
+    /* keys are interval starts in MiB ("1", "2", ..., "32768"): index log2(key) */
+    for (size_t k = 0; k + 1 < v->u.seq.n; k += 2) {
+      const grt__pv *key = v->u.seq.v[k];
+      grt__slice ks = {key->type == GRT__PV_STR ? key->u.s.p : "", key->type == GRT__PV_STR ? key->u.s.n : 0};
+      uint64_t mb;
+      if (!grt__parse_u64(ks, &mb) || mb == 0 || (mb & (mb - 1)) || !as_u64(v->u.seq.v[k + 1], &u) || u > UINT32_MAX)
+        return bad(c, "allocator_settings: bad roundup_power2_divisions entry");
+      int idx = 0;
+      while ((mb >> idx) > 1) idx++;
+      if (idx < GRT_TRACE_RP2_INTERVALS) o->roundup_power2_divisions[idx] = (uint32_t)u;
+    }
+  } else if (v && as_u64(v, &u) && u <= UINT32_MAX) {
+    for (int k = 0; k < GRT_TRACE_RP2_INTERVALS; k++) o->roundup_power2_divisions[k] = (uint32_t)u;
+  } else if (v && v->type != GRT__PV_NONE) {
+    return bad(c, "allocator_settings: 'roundup_power2_divisions' is not a dict or integer");
+  }
+  return GRT_OK;
+}
+
+static grt_status convert(conv *c, const grt__pv *root) {
+  const grt__pv *segments = NULL, *traces = NULL, *settings = NULL;
+  grt_status st = GRT_OK;
+  if (as_list(root)) {
+    segments = root; /* oldest format: just the segment list */
+  } else if (root->type == GRT__PV_DICT) {
+    segments = grt__pv_get(root, "segments");
+    traces = grt__pv_get(root, "device_traces");
+    settings = grt__pv_get(root, "allocator_settings");
+  } else {
+    return bad(c, "top level is neither a dict nor a list: not a memory snapshot");
+  }
+  if (segments && !as_list(segments)) return bad(c, "'segments' is not a list");
+  if (traces && !as_list(traces)) return bad(c, "'device_traces' is not a list");
+  if (traces) {
+    if ((size_t)c->device >= traces->u.seq.n && (traces->u.seq.n > 0 || c->device > 0)) {
+      grt__trace_err(c->err, 0, 0, false, "device %d out of range: the snapshot has %zu device traces",
+                     c->device, traces->u.seq.n);
+      return GRT_ERR_INVALID_ARG;
+    }
+    /* an empty device_traces list still describes device 0 (with no events) */
+    size_t nd = traces->u.seq.n ? traces->u.seq.n : 1;
+    c->b.t->n_devices = nd > INT32_MAX ? INT32_MAX : (int)nd;
+  }
+  c->b.t->device = c->device;
+  if (c->b.t->n_devices <= c->device) /* no device_traces: the chosen device is all we know of */
+    c->b.t->n_devices = c->device < INT32_MAX ? c->device + 1 : INT32_MAX;
+  if ((st = read_settings(c, settings))) return st;
+  for (size_t i = 0; segments && i < segments->u.seq.n && !st; i++) st = read_segment(c, segments->u.seq.v[i], i);
+  if (st || !traces || traces->u.seq.n == 0) return st;
+  const grt__pv *tr = traces->u.seq.v[c->device];
+  if (!as_list(tr)) return bad(c, "device_traces[%d] is not a list", c->device);
+  for (size_t i = 0; i < tr->u.seq.n && !st; i++) st = read_event(c, tr->u.seq.v[i], i);
+  return st;
+}
+
+grt_status grt__read_pytorch(const unsigned char *data, size_t len, int device, grt_trace **out,
+                             grt_trace_error *err) {
+  grt__pickle pk;
+  grt__pv *root = NULL;
+  uint64_t off = 0;
+  char reason[200];
+  grt_status st = grt__pickle_load(&pk, data, len, &root, &off, reason, sizeof reason);
+  if (st) {
+    grt__trace_err(err, 0, off, true, "%s", reason);
+    grt__pickle_free(&pk);
+    return st;
+  }
+  conv c;
+  memset(&c, 0, sizeof c);
+  c.err = err;
+  c.device = device;
+  st = grt__tb_init(&c.b, GRT_TRACE_FORMAT_PYTORCH);
+  if (!st) st = convert(&c, root);
+  grt__pickle_free(&pk);
+  if (st) {
+    grt__tb_abort(&c.b);
+    return st;
+  }
+  return grt__tb_finish(&c.b, out);
+}

@@ -1,0 +1,113 @@
+/* trace_impl.h — the grt_trace object and the helpers its readers share (internal).
+ *
+ * Readers never build a grt_trace directly: they feed a builder (event.c),
+ * which interns streams, assigns dense allocation ids by matching keys
+ * (PyTorch: addresses; native/RMM/minimalloc: the file's ids or pointers),
+ * counts events per kind and attaches segments with their blocks. On any
+ * error the reader calls grt__tb_abort and nothing leaks.
+ *
+ * Text readers work on (pointer, length) slices of an input that is not
+ * NUL-terminated; text.c holds the bounded number parsers and field splitters.
+ */
+#ifndef GRT_TRACE_TRACE_IMPL_H
+#define GRT_TRACE_TRACE_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/u64map.h"
+#include "gpurt/trace.h"
+
+struct grt_trace {
+  grt_trace_format format;
+  int device;
+  int n_devices;
+  grt_trace_event *events;
+  size_t n_events, cap_events;
+  uint64_t n_ids;
+  grt_stream_id *streams;
+  size_t n_streams, cap_streams;
+  grt_trace_segment *segments;
+  size_t n_segments, cap_segments;
+  grt_trace_block *blocks; /* all segments' blocks, segment after segment */
+  size_t n_blocks, cap_blocks;
+  grt_trace_alloc_settings settings;
+  size_t count[GRT_TRACE_KIND_COUNT];
+};
+
+/* ---- builder (event.c) ---- */
+typedef struct grt__tb {
+  grt_trace *t;
+  grt__u64map live;       /* key -> (id << 1 | unmatched) + 1, for allocations not yet free_completed */
+  grt__u64map stream_idx; /* stream value -> index + 1 (UINT64_MAX handled apart) */
+  int64_t max_stream_idx; /* index of stream value UINT64_MAX, or -1 */
+  size_t *seg_first;      /* per segment: index of its first block in t->blocks */
+  size_t cap_seg_first;
+} grt__tb;
+
+grt_status grt__tb_init(grt__tb *b, grt_trace_format format);
+void grt__tb_abort(grt__tb *b);
+/* Fixes the segments' block pointers, frees the builder's maps, hands over the trace. */
+grt_status grt__tb_finish(grt__tb *b, grt_trace **out);
+grt_status grt__tb_stream(grt__tb *b, grt_stream_id value, uint32_t *index);
+/* Appends an event. For alloc/free_* kinds `key` names the allocation:
+ * GRT_ERR_STATE when an alloc's key is still live; GRT_ERR_INVALID_ARG for
+ * key UINT64_MAX. flags: GRT_TRACE_F_TIME / _ADDR (UNMATCHED is derived). */
+grt_status grt__tb_event(grt__tb *b, grt_trace_kind kind, uint64_t key, uint64_t size,
+                         grt_stream_id stream, int64_t time, uint64_t addr, unsigned flags);
+/* Adds a segment (its blocks pointer/count are ignored); blocks added next belong to it. */
+grt_status grt__tb_segment(grt__tb *b, const grt_trace_segment *seg);
+grt_status grt__tb_block(grt__tb *b, const grt_trace_block *blk);
+void grt__trace_free(grt_trace *t);
+
+/* ---- errors (trace.c) ---- */
+#if defined(__GNUC__)
+#define GRT__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define GRT__PRINTF(a, b)
+#endif
+/* Sets err's position and reason (err may be NULL); file is left as set by the caller. */
+void grt__trace_err(grt_trace_error *err, uint64_t line, uint64_t offset, bool has_offset,
+                    const char *fmt, ...) GRT__PRINTF(5, 6);
+void grt__trace_err_file(grt_trace_error *err, const char *name);
+
+/* ---- readers: each parses a whole in-memory input ---- */
+grt_status grt__read_native(const char *data, size_t len, grt_trace **out, grt_trace_error *err);
+grt_status grt__read_pytorch(const unsigned char *data, size_t len, int device, grt_trace **out,
+                             grt_trace_error *err);
+grt_status grt__read_rmm(const char *data, size_t len, grt_trace **out, grt_trace_error *err);
+grt_status grt__read_minimalloc(const char *data, size_t len, grt_trace **out, grt_trace_error *err);
+
+/* ---- text helpers (text.c) ---- */
+typedef struct grt__slice {
+  const char *p;
+  size_t n;
+} grt__slice;
+
+/* Iterates lines of a buffer; strips a trailing '\r'. */
+typedef struct grt__lines {
+  const char *data;
+  size_t len, pos;
+  uint64_t lineno; /* of the line last returned, 1-based */
+  size_t offset;   /* byte offset of the line last returned */
+} grt__lines;
+
+void grt__lines_init(grt__lines *it, const char *data, size_t len);
+bool grt__lines_next(grt__lines *it, grt__slice *line);
+
+grt__slice grt__slice_trim(grt__slice s);
+bool grt__slice_eq(grt__slice s, const char *lit);
+/* Splits on `sep` (',' for CSV; ' ' meaning runs of blanks). Returns the
+ * number of fields, or max + 1 when there are more than max. */
+size_t grt__split(grt__slice line, char sep, grt__slice *fields, size_t max);
+/* Strict parsers: the whole slice must be the number; false on overflow. */
+bool grt__parse_u64(grt__slice s, uint64_t *out);     /* decimal */
+bool grt__parse_hex(grt__slice s, uint64_t *out);     /* hex, optional 0x/0X */
+bool grt__parse_u64_any(grt__slice s, uint64_t *out); /* 0x-prefixed hex or decimal */
+bool grt__parse_i64(grt__slice s, int64_t *out);      /* optional '-', decimal */
+bool grt__parse_double(grt__slice s, double *out);
+/* Copies s into buf (cap >= 8) for messages: at most ~40 chars, non-printables as '?'. */
+const char *grt__quote(grt__slice s, char *buf, size_t cap);
+
+#endif

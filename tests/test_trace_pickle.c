@@ -1,0 +1,295 @@
+/* test_trace_pickle.c — the PyTorch snapshot reader on pickles built byte by byte here:
+ * schema handling, address matching, block addresses, settings, refused opcodes, hostile input. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "trace_test_util.h"
+
+typedef struct pk {
+  unsigned char b[8192];
+  size_t n;
+} pk;
+
+static void op(pk *p, unsigned char c) { p->b[p->n++] = c; }
+static void str(pk *p, const char *s) {
+  size_t n = strlen(s);
+  op(p, 0x8c);
+  op(p, (unsigned char)n);
+  memcpy(p->b + p->n, s, n);
+  p->n += n;
+}
+static void num(pk *p, uint64_t v) { /* LONG1 with 8 bytes (+1 zero byte so it stays positive) */
+  op(p, 0x8a);
+  op(p, 9);
+  for (int i = 0; i < 8; i++) op(p, (unsigned char)(v >> (8 * i)));
+  op(p, 0);
+}
+static void small(pk *p, unsigned v) { op(p, 'K'), op(p, (unsigned char)v); }
+static void kv_num(pk *p, const char *k, uint64_t v) { str(p, k), num(p, v); }
+static void kv_str(pk *p, const char *k, const char *v) { str(p, k), str(p, v); }
+
+static void event(pk *p, const char *action, uint64_t addr, uint64_t size) {
+  op(p, '}'), op(p, '(');
+  kv_str(p, "action", action);
+  kv_num(p, "addr", addr);
+  kv_num(p, "size", size);
+  kv_num(p, "stream", 0);
+  kv_num(p, "time_us", 1000 + p->n);
+  str(p, "frames"), op(p, ']'); /* ignored */
+  op(p, 'u');
+}
+
+/* A snapshot: one segment (two blocks, no block addresses), a trace with a pre-existing block freed. */
+static void build_snapshot(pk *p, bool settings_as_int) {
+  p->n = 0;
+  op(p, 0x80), op(p, 4);
+  op(p, '}'), op(p, 0x94), op(p, '(');
+  str(p, "segments"), op(p, ']'), op(p, '(');
+  {
+    op(p, '}'), op(p, '(');
+    kv_num(p, "device", 0);
+    kv_num(p, "address", 0x10000000);
+    kv_num(p, "total_size", 2 << 20);
+    kv_num(p, "stream", 0);
+    kv_str(p, "segment_type", "small");
+    str(p, "is_expandable"), op(p, 0x89);
+    str(p, "blocks"), op(p, ']'), op(p, '(');
+    op(p, '}'), op(p, '('), kv_num(p, "size", 512), kv_num(p, "requested_size", 100), kv_str(p, "state", "active_allocated"), op(p, 'u');
+    op(p, '}'), op(p, '('), kv_num(p, "size", (2 << 20) - 512), kv_str(p, "state", "inactive"), op(p, 'u');
+    op(p, 'e');
+    op(p, 'u');
+    /* a segment of device 1: skipped when loading device 0 */
+    op(p, '}'), op(p, '('), kv_num(p, "device", 1), kv_num(p, "address", 0x20000000), kv_num(p, "total_size", 20 << 20), op(p, 'u');
+  }
+  op(p, 'e');
+  str(p, "device_traces"), op(p, ']'), op(p, '(');
+  op(p, ']'), op(p, '(');
+  event(p, "free_requested", 0x10000200, 64); /* a block live before recording started */
+  event(p, "free_completed", 0x10000200, 64);
+  event(p, "alloc", 0x10000000, 100);
+  event(p, "alloc", 0x10000200, 200);
+  event(p, "free_requested", 0x10000200, 200);
+  event(p, "free_completed", 0x10000200, 200);
+  event(p, "alloc", 0x10000200, 300);
+  event(p, "segment_alloc", 0x30000000, 2 << 20);
+  op(p, '}'), op(p, '('), kv_str(p, "action", "user_defined"), op(p, 'u');
+  op(p, '}'), op(p, '('), kv_str(p, "action", "oom"), kv_num(p, "addr", 4096), kv_num(p, "size", 1 << 30), op(p, 'u');
+  op(p, 'e');
+  op(p, ']'); /* device 1: empty */
+  op(p, 'e');
+  str(p, "allocator_settings"), op(p, '}'), op(p, '(');
+  str(p, "expandable_segments"), op(p, 0x88);
+  str(p, "max_split_size"), op(p, 'J'), op(p, 0), op(p, 0), op(p, 0x40), op(p, 0x01); /* 20 MiB + 0 */
+  str(p, "garbage_collection_threshold"), op(p, 'G');
+  { const unsigned char d[8] = {0x3f, 0xe8, 0, 0, 0, 0, 0, 0}; for (int i = 0; i < 8; i++) op(p, d[i]); } /* 0.75 */
+  str(p, "roundup_power2_divisions");
+  if (settings_as_int) {
+    small(p, 4);
+  } else {
+    op(p, '}'), op(p, '('), str(p, "1"), small(p, 2), str(p, "256"), small(p, 8), op(p, 'u');
+  }
+  op(p, 'u');
+  op(p, 'u');
+  op(p, '.');
+}
+
+static grt_trace *load_pk(const pk *p, int device, grt_status *st, grt_trace_error *err) {
+  grt_trace_load_config cfg;
+  grt_trace *t = NULL;
+  grt_trace_load_config_default(&cfg);
+  cfg.device = device;
+  *st = grt_trace_load_buffer(p->b, p->n, "snap.pickle", &cfg, &t, err);
+  return t;
+}
+
+static void test_pickle_snapshot(void **state) {
+  (void)state;
+  pk *p = malloc(sizeof *p);
+  build_snapshot(p, false);
+  grt_trace_error err;
+  grt_status st;
+  grt_trace *t = load_pk(p, 0, &st, &err);
+  if (st) fail_msg("%s", err.reason);
+  grt_trace_info in;
+  grt_trace_get_info(t, &in);
+  assert_int_equal(in.format, GRT_TRACE_FORMAT_PYTORCH);
+  assert_int_equal(in.n_devices, 2);
+  assert_int_equal(in.n_events, 9); /* user_defined skipped */
+  assert_int_equal(in.count[GRT_TRACE_ALLOC], 3);
+  assert_int_equal(in.count[GRT_TRACE_FREE_REQUESTED], 2);
+  assert_int_equal(in.count[GRT_TRACE_FREE_COMPLETED], 2);
+  assert_int_equal(in.count[GRT_TRACE_SEGMENT_ALLOC], 1);
+  assert_int_equal(in.count[GRT_TRACE_OOM], 1);
+  assert_int_equal(in.n_ids, 4);
+  const grt_trace_event *e = in.events;
+  assert_int_equal(e[0].id, 0);
+  assert_true(e[0].flags & GRT_TRACE_F_UNMATCHED);
+  assert_true(e[1].flags & GRT_TRACE_F_UNMATCHED);
+  assert_int_equal(e[1].id, 0);
+  assert_int_equal(e[2].id, 1);
+  assert_int_equal(e[3].id, 2);
+  assert_int_equal(e[5].id, 2);
+  assert_false(e[5].flags & GRT_TRACE_F_UNMATCHED);
+  assert_int_equal(e[6].id, 3); /* same address after free_completed: a new allocation */
+  assert_int_equal(e[6].addr, 0x10000200);
+  assert_true(e[6].flags & GRT_TRACE_F_TIME);
+  assert_int_equal(e[7].id, GRT_TRACE_NO_ID);
+  assert_int_equal(e[8].kind, GRT_TRACE_OOM);
+  assert_int_equal(e[8].addr, 4096);
+  assert_int_equal(in.n_segments, 1);
+  assert_int_equal(in.segments[0].n_blocks, 2);
+  assert_int_equal(in.segments[0].blocks[0].addr, 0x10000000);
+  assert_int_equal(in.segments[0].blocks[1].addr, 0x10000200); /* computed: segment + 512 */
+  assert_int_equal(in.segments[0].blocks[0].requested_size, 100);
+  assert_false(in.segments[0].is_large);
+  assert_true(in.settings.present);
+  assert_true(in.settings.expandable_segments);
+  assert_int_equal(in.settings.max_split_size, 20 << 20);
+  assert_true(in.settings.garbage_collection_threshold == 0.75);
+  assert_int_equal(in.settings.roundup_power2_divisions[0], 2);
+  assert_int_equal(in.settings.roundup_power2_divisions[8], 8);
+  assert_int_equal(in.settings.roundup_power2_divisions[1], 0);
+  grt_trace_destroy(t);
+
+  /* device 1: empty trace, the 20 MiB segment (large by size: no segment_type) */
+  t = load_pk(p, 1, &st, &err);
+  assert_int_equal(st, GRT_OK);
+  grt_trace_get_info(t, &in);
+  assert_int_equal(in.n_events, 0);
+  assert_int_equal(in.device, 1);
+  assert_int_equal(in.n_segments, 1);
+  assert_true(in.segments[0].is_large);
+  grt_trace_destroy(t);
+  t = load_pk(p, 2, &st, &err);
+  assert_null(t);
+  assert_int_equal(st, GRT_ERR_INVALID_ARG);
+  assert_non_null(strstr(err.reason, "device 2 out of range"));
+
+  build_snapshot(p, true);
+  t = load_pk(p, 0, &st, &err);
+  assert_int_equal(st, GRT_OK);
+  grt_trace_get_info(t, &in);
+  for (int i = 0; i < GRT_TRACE_RP2_INTERVALS; i++) assert_int_equal(in.settings.roundup_power2_divisions[i], 4);
+  grt_trace_destroy(t);
+  free(p);
+}
+
+static void expect_pk_error(const unsigned char *b, size_t n, const char *needle) {
+  grt_trace_error err;
+  grt_trace *t = NULL;
+  grt_status st = grt_trace_load_buffer(b, n, "x.pickle", NULL, &t, &err);
+  assert_null(t);
+  assert_int_equal(st, GRT_ERR_PARSE);
+  if (!strstr(err.reason, needle)) fail_msg("got '%s', want '%s'", err.reason, needle);
+}
+
+static void test_pickle_refuses_globals(void **state) {
+  (void)state;
+  /* pickle.dumps(os.system) style: GLOBAL 'posix system' */
+  const unsigned char g[] = "\x80\x02" "cposix\nsystem\n" "q\x00" ".";
+  expect_pk_error(g, sizeof g - 1, "GLOBAL refused");
+  grt_trace_error err;
+  grt_trace *t;
+  assert_int_equal(grt_trace_load_buffer(g, sizeof g - 1, "x.pickle", NULL, &t, &err), GRT_ERR_PARSE);
+  assert_true(err.has_offset);
+  assert_int_equal(err.offset, 2);
+  const unsigned char sg[] = "\x80\x04\x8c\x02os\x8c\x06system\x93" ".";
+  expect_pk_error(sg, sizeof sg - 1, "STACK_GLOBAL refused");
+  const unsigned char r[] = "\x80\x04)\x8c\x01x\x85R.";
+  expect_pk_error(r, sizeof r - 1, "REDUCE refused");
+  const unsigned char b[] = "\x80\x04}}b.";
+  expect_pk_error(b, sizeof b - 1, "BUILD refused");
+  const unsigned char nw[] = "\x80\x04})\x81.";
+  expect_pk_error(nw, sizeof nw - 1, "NEWOBJ refused");
+}
+
+static void test_pickle_hostile(void **state) {
+  (void)state;
+  const unsigned char trunc[] = "\x80\x04\x8c\x10" "ab";
+  expect_pk_error(trunc, sizeof trunc - 1, "truncated");
+  const unsigned char nostop[] = "\x80\x04}";
+  expect_pk_error(nostop, sizeof nostop - 1, "no STOP");
+  const unsigned char huge[] = "\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\xff.";
+  expect_pk_error(huge, sizeof huge - 1, "truncated");
+  const unsigned char memo[] = "\x80\x04j\xff\xff\xff\x7f.";
+  expect_pk_error(memo, sizeof memo - 1, "memo key");
+  const unsigned char nomark[] = "\x80\x04}u.";
+  expect_pk_error(nomark, sizeof nomark - 1, "no MARK");
+  const unsigned char under[] = "\x80\x04K\x01s.";
+  expect_pk_error(under, sizeof under - 1, "underflow");
+  const unsigned char notdict[] = "\x80\x04]K\x01K\x02s.";
+  expect_pk_error(notdict, sizeof notdict - 1, "not a dict");
+  const unsigned char proto[] = "\x80\x09}.";
+  expect_pk_error(proto, sizeof proto - 1, "protocol");
+  const unsigned char big[] = "\x80\x04\x8a\x0a\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a.";
+  expect_pk_error(big, sizeof big - 1, "wider than 64 bits");
+  const unsigned char text[] = "\x80\x04I1\n.";
+  expect_pk_error(text, sizeof text - 1, "unsupported pickle opcode 0x49");
+  /* a self-containing list (cycle) is harmless: the converter never walks generically */
+  const unsigned char cyc[] = "\x80\x04}\x94(\x8c\x08segments]\x94h\x01\x61u.";
+  expect_pk_error(cyc, sizeof cyc - 1, "not a dict");
+  /* schema errors name the element */
+  const unsigned char top[] = "\x80\x04K\x05.";
+  expect_pk_error(top, sizeof top - 1, "neither a dict nor a list");
+  pk *p = malloc(sizeof *p);
+  p->n = 0;
+  op(p, 0x80), op(p, 4), op(p, '}'), op(p, '(');
+  str(p, "device_traces"), op(p, ']'), op(p, '('), op(p, ']'), op(p, '(');
+  event(p, "alloc", 0x100, 5);
+  op(p, '}'), op(p, '('), kv_str(p, "action", "alloc"), kv_num(p, "addr", 0x200), kv_str(p, "size", "big"), op(p, 'u');
+  op(p, 'e'), op(p, 'e'), op(p, 'u'), op(p, '.');
+  expect_pk_error(p->b, p->n, "device_traces[0][1]: 'size' is not a non-negative integer");
+  p->n = 0;
+  op(p, 0x80), op(p, 4), op(p, '}'), op(p, '(');
+  str(p, "device_traces"), op(p, ']'), op(p, '('), op(p, ']'), op(p, '(');
+  event(p, "alloc", 0x100, 5);
+  event(p, "alloc", 0x100, 5);
+  op(p, 'e'), op(p, 'e'), op(p, 'u'), op(p, '.');
+  expect_pk_error(p->b, p->n, "still allocated");
+  p->n = 0;
+  op(p, 0x80), op(p, 4), op(p, '}'), op(p, '(');
+  str(p, "device_traces"), op(p, ']'), op(p, '('), op(p, ']'), op(p, '(');
+  event(p, "realloc", 0x100, 5);
+  op(p, 'e'), op(p, 'e'), op(p, 'u'), op(p, '.');
+  expect_pk_error(p->b, p->n, "unknown action 'realloc'");
+  free(p);
+}
+
+/* Found by fuzz_pytorch: metadata must stay writable as native (device < n_devices). */
+static void test_pickle_device_count(void **state) {
+  (void)state;
+  const unsigned char list_root[] = "\x80\x04].";
+  const unsigned char no_traces[] = "\x80\x04}\x8c\x0d" "device_traces]s.";
+  grt_trace_load_config cfg;
+  grt_trace_load_config_default(&cfg);
+  grt_trace *t;
+  grt_trace_error err;
+  grt_trace_info in;
+  cfg.device = 1;
+  assert_int_equal(grt_trace_load_buffer(list_root, sizeof list_root - 1, NULL, &cfg, &t, &err), GRT_OK);
+  grt_trace_get_info(t, &in);
+  assert_int_equal(in.device, 1);
+  assert_int_equal(in.n_devices, 2);
+  grt_trace_destroy(t);
+  cfg.device = 0;
+  assert_int_equal(grt_trace_load_buffer(no_traces, sizeof no_traces - 1, NULL, &cfg, &t, &err), GRT_OK);
+  grt_trace_get_info(t, &in);
+  assert_int_equal(in.n_devices, 1);
+  grt_trace_destroy(t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pickle_snapshot),
+      cmocka_unit_test(test_pickle_refuses_globals),
+      cmocka_unit_test(test_pickle_hostile),
+      cmocka_unit_test(test_pickle_device_count),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
