@@ -17,6 +17,8 @@
 #ifndef GPURT_REPORT_H
 #define GPURT_REPORT_H
 
+#include <signal.h>
+
 #include "gpurt/alloc.h"
 #include "gpurt/base.h"
 #include "gpurt/device.h"
@@ -106,7 +108,7 @@ typedef struct grt_step_source {
 typedef struct grt_pace_config {
   double rate;          /* events per second; 0 = as fast as possible */
   uint64_t max_events;  /* stop after this many events; 0 = until the source ends */
-  const volatile int *stop; /* optional: the run stops when *stop becomes nonzero (signal handlers) */
+  const volatile sig_atomic_t *stop; /* optional: the run stops once *stop is nonzero (set it from a signal handler) */
   /* optional: called after every event (the server needs nothing: it reads live) */
   void (*after_step)(void *ctx, uint64_t events_done);
   void *after_ctx;
