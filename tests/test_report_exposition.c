@@ -1,4 +1,4 @@
-/* test_report_prometheus.c — the metrics registry's exposition text: every
+/* test_report_exposition.c — the metrics registry's exposition text: every
  * family typed once with HELP, labels escaped, values equal the stats, and
  * registry bookkeeping (duplicates, removal, empty registry). */
 #include <stdlib.h>
