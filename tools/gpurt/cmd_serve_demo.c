@@ -78,8 +78,8 @@ static int run_served(grt_metrics *m, const grt_serve_config *sc, const grt_step
   pace->stop = &stop_requested;
   uint64_t events = 0;
   st = grt_pace_run(src, pace, &events);
-  fprintf(stderr, "gpurt: %s after %llu events%s\n", st ? grt_status_str(st) : "day done",
-          (unsigned long long)events, stop_requested ? " (interrupted)" : "");
+  fprintf(stderr, "gpurt: %s after %llu events\n",
+          st ? grt_status_str(st) : stop_requested ? "interrupted" : "day done", (unsigned long long)events);
   if (linger < 0 && !stop_requested) fprintf(stderr, "gpurt: still serving; Ctrl-C to stop\n");
   for (double t = 0; (linger < 0 || t < linger) && !stop_requested; t += 0.05) sleep_s(0.05);
   grt_metrics_server_stop(srv);
