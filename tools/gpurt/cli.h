@@ -3,6 +3,8 @@
 #ifndef GRT_TOOLS_CLI_H
 #define GRT_TOOLS_CLI_H
 
+#include <stdint.h>
+
 typedef struct grt_cli_command {
   const char *name;    /* "demo", "replay", ... */
   const char *summary; /* one line for `gpurt --help` */
@@ -12,7 +14,12 @@ typedef struct grt_cli_command {
 /* True when argv holds -h or --help. */
 int grt_cli_wants_help(int argc, char **argv);
 
+/* Parses a non-negative integer option value; prints why and returns 0 on error. */
+int grt_cli_parse_u64(const char *flag, const char *text, uint64_t *out);
+
 int grt_cmd_demo(int argc, char **argv);
+int grt_cmd_stats(int argc, char **argv);
+int grt_cmd_serve_demo(int argc, char **argv);
 
 /* Demos (tools/gpurt/demo_*.c). */
 int grt_demo_frag(int argc, char **argv);

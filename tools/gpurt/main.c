@@ -6,6 +6,8 @@
 
 static const grt_cli_command commands[] = {
     {"demo", "teaching demos: `gpurt demo frag`", grt_cmd_demo},
+    {"stats", "run a workload, print torch.cuda.memory_summary()-style stats", grt_cmd_stats},
+    {"serve-demo", "pace a serving day while serving live /metrics", grt_cmd_serve_demo},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -19,7 +21,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "gpurt — the GPU runtime layer (pools + DAG), modelled on the CPU\n\n"
           "usage: gpurt <command> [options]   (gpurt <command> --help for each)\n\ncommands:\n");
-  for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
 }
 
 int main(int argc, char **argv) {
