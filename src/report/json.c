@@ -3,7 +3,7 @@
  * (PyTorch's memory_viz, notebooks) reads gpurt's output unchanged.
  *
  * Write-only and hand-written: integers are printed exactly, strings go
- * through grt__tb_json_string (every control character escaped). */
+ * through grt__textbuf_json_string (every control character escaped). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,23 +76,23 @@ grt_status grt_stats_json(const grt_alloc_stats *s, char **out) {
   put(keys, &n, "cross_stream_syncs", (int64_t)s->cross_stream_syncs);
   put(keys, &n, "pending_free_blocks", (int64_t)s->pending_free_blocks);
   qsort(keys, n, sizeof keys[0], kv_cmp); /* torch.cuda.memory_stats() sorts its keys */
-  grt__tb tb = {0};
-  grt__tb_puts(&tb, "{");
+  grt__textbuf tb = {0};
+  grt__textbuf_puts(&tb, "{");
   for (size_t i = 0; i < n; i++)
-    grt__tb_printf(&tb, "%s\n  \"%s\": %lld", i ? "," : "", keys[i].key, (long long)keys[i].value);
-  grt__tb_puts(&tb, "\n}\n");
-  return grt__tb_finish(&tb, out, NULL);
+    grt__textbuf_printf(&tb, "%s\n  \"%s\": %lld", i ? "," : "", keys[i].key, (long long)keys[i].value);
+  grt__textbuf_puts(&tb, "\n}\n");
+  return grt__textbuf_finish(&tb, out, NULL);
 }
 
-static void write_block(grt__tb *tb, const grt_snapshot_block *b) {
-  grt__tb_printf(tb, "{\"address\": %llu, \"size\": %llu, \"requested_size\": %llu, \"state\": ",
+static void write_block(grt__textbuf *tb, const grt_snapshot_block *b) {
+  grt__textbuf_printf(tb, "{\"address\": %llu, \"size\": %llu, \"requested_size\": %llu, \"state\": ",
                  (unsigned long long)b->address, (unsigned long long)b->size, (unsigned long long)b->requested_size);
-  grt__tb_json_string(tb, grt_block_state_name(b->state));
-  grt__tb_puts(tb, ", \"frames\": []}");
+  grt__textbuf_json_string(tb, grt_block_state_name(b->state));
+  grt__textbuf_puts(tb, ", \"frames\": []}");
 }
 
-static void write_segment(grt__tb *tb, const grt_snapshot_segment *s, int device) {
-  grt__tb_printf(tb,
+static void write_segment(grt__textbuf *tb, const grt_snapshot_segment *s, int device) {
+  grt__textbuf_printf(tb,
                  "{\"device\": %d, \"address\": %llu, \"total_size\": %llu, \"allocated_size\": %llu, "
                  "\"active_size\": %llu, \"requested_size\": %llu, \"stream\": %llu, \"segment_type\": \"%s\", "
                  "\"segment_pool_id\": [0, 0], \"is_expandable\": %s, \"frames\": [], \"blocks\": [",
@@ -101,10 +101,10 @@ static void write_segment(grt__tb *tb, const grt_snapshot_segment *s, int device
                  (unsigned long long)s->requested_size, (unsigned long long)s->stream,
                  s->is_large ? "large" : "small", s->is_expandable ? "true" : "false");
   for (size_t j = 0; j < s->n_blocks; j++) {
-    grt__tb_puts(tb, j ? ",\n      " : "\n      ");
+    grt__textbuf_puts(tb, j ? ",\n      " : "\n      ");
     write_block(tb, &s->blocks[j]);
   }
-  grt__tb_puts(tb, s->n_blocks ? "\n    ]}" : "]}");
+  grt__textbuf_puts(tb, s->n_blocks ? "\n    ]}" : "]}");
 }
 
 grt_status grt_snapshot_json(const grt_alloc_snapshot *snap, int device, char **out) {
@@ -113,15 +113,15 @@ grt_status grt_snapshot_json(const grt_alloc_snapshot *snap, int device, char **
   *out = NULL;
   for (size_t i = 0; i < snap->n_segments; i++)
     if (snap->segments[i].n_blocks && !snap->segments[i].blocks) return GRT_ERR_INVALID_ARG;
-  grt__tb tb = {0};
-  grt__tb_puts(&tb, "{\"segments\": [");
+  grt__textbuf tb = {0};
+  grt__textbuf_puts(&tb, "{\"segments\": [");
   for (size_t i = 0; i < snap->n_segments; i++) {
-    grt__tb_puts(&tb, i ? ",\n    " : "\n    ");
+    grt__textbuf_puts(&tb, i ? ",\n    " : "\n    ");
     write_segment(&tb, &snap->segments[i], device);
   }
-  grt__tb_puts(&tb, snap->n_segments ? "\n  ],\n  \"device_traces\": [" : "],\n  \"device_traces\": [");
+  grt__textbuf_puts(&tb, snap->n_segments ? "\n  ],\n  \"device_traces\": [" : "],\n  \"device_traces\": [");
   /* One (empty) trace list per device up to this one, as PyTorch indexes them by device. */
-  for (int d = 0; d <= device; d++) grt__tb_puts(&tb, d ? ", []" : "[]");
-  grt__tb_puts(&tb, "]}\n");
-  return grt__tb_finish(&tb, out, NULL);
+  for (int d = 0; d <= device; d++) grt__textbuf_puts(&tb, d ? ", []" : "[]");
+  grt__textbuf_puts(&tb, "]}\n");
+  return grt__textbuf_finish(&tb, out, NULL);
 }

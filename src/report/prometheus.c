@@ -150,41 +150,41 @@ static const family families[] = {
 #undef DEV
 
 /* A label value: backslash, double quote and newline escaped. */
-static void label(grt__tb *tb, const char *key, const char *value, int first) {
-  grt__tb_printf(tb, "%s%s=\"", first ? "" : ",", key);
+static void label(grt__textbuf *tb, const char *key, const char *value, int first) {
+  grt__textbuf_printf(tb, "%s%s=\"", first ? "" : ",", key);
   for (const char *p = value; *p; p++) {
     if (*p == '\\')
-      grt__tb_puts(tb, "\\\\");
+      grt__textbuf_puts(tb, "\\\\");
     else if (*p == '"')
-      grt__tb_puts(tb, "\\\"");
+      grt__textbuf_puts(tb, "\\\"");
     else if (*p == '\n')
-      grt__tb_puts(tb, "\\n");
+      grt__textbuf_puts(tb, "\\n");
     else
-      grt__tb_putn(tb, p, 1);
+      grt__textbuf_putn(tb, p, 1);
   }
-  grt__tb_puts(tb, "\"");
+  grt__textbuf_puts(tb, "\"");
 }
 
-static void value(grt__tb *tb, double v) {
+static void value(grt__textbuf *tb, double v) {
   if (isinf(v))
-    grt__tb_puts(tb, v > 0 ? " +Inf\n" : " -Inf\n");
+    grt__textbuf_puts(tb, v > 0 ? " +Inf\n" : " -Inf\n");
   else if (isnan(v))
-    grt__tb_puts(tb, " NaN\n");
+    grt__textbuf_puts(tb, " NaN\n");
   else if (v == floor(v) && fabs(v) < 9007199254740992.0)
-    grt__tb_printf(tb, " %.0f\n", v);
+    grt__textbuf_printf(tb, " %.0f\n", v);
   else
-    grt__tb_printf(tb, " %.17g\n", v);
+    grt__textbuf_printf(tb, " %.17g\n", v);
 }
 
-static void write_family(grt__tb *tb, const family *f, const grt__alloc_sample *as, size_t n_as,
+static void write_family(grt__textbuf *tb, const family *f, const grt__alloc_sample *as, size_t n_as,
                          const grt__device_sample *ds, size_t n_ds) {
   if ((f->scope == PER_DEVICE && !n_ds) || (f->scope != PER_DEVICE && !n_as)) return;
-  grt__tb_printf(tb, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name, f->type);
+  grt__textbuf_printf(tb, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name, f->type);
   if (f->scope == PER_DEVICE) {
     for (size_t i = 0; i < n_ds; i++) {
-      grt__tb_printf(tb, "%s{", f->name);
+      grt__textbuf_printf(tb, "%s{", f->name);
       label(tb, "device", ds[i].device, 1);
-      grt__tb_puts(tb, "}");
+      grt__textbuf_puts(tb, "}");
       value(tb, f->dget(&ds[i].stats));
     }
     return;
@@ -192,12 +192,12 @@ static void write_family(grt__tb *tb, const family *f, const grt__alloc_sample *
   for (size_t i = 0; i < n_as; i++) {
     int pools = f->scope == PER_POOL ? GRT_STAT_TYPES : 1;
     for (int p = 0; p < pools; p++) {
-      grt__tb_printf(tb, "%s{", f->name);
+      grt__textbuf_printf(tb, "%s{", f->name);
       label(tb, "device", as[i].device, 1);
       label(tb, "allocator", as[i].name, 0);
       if (f->scope == PER_POOL) label(tb, "pool", pool_names[p], 0);
       if (f->aget == g_info) label(tb, "policy", as[i].policy, 0);
-      grt__tb_puts(tb, "}");
+      grt__textbuf_puts(tb, "}");
       value(tb, f->aget(&as[i], p));
     }
   }
@@ -205,7 +205,7 @@ static void write_family(grt__tb *tb, const family *f, const grt__alloc_sample *
 
 grt_status grt__prometheus_write(const grt__alloc_sample *as, size_t n_as, const grt__device_sample *ds,
                                  size_t n_ds, char **out, size_t *len) {
-  grt__tb tb = {0};
+  grt__textbuf tb = {0};
   for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) write_family(&tb, &families[i], as, n_as, ds, n_ds);
-  return grt__tb_finish(&tb, out, len);
+  return grt__textbuf_finish(&tb, out, len);
 }

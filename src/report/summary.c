@@ -43,16 +43,16 @@ static void format_count(char *buf, size_t n, int64_t cnt, int64_t ref) {
 typedef void (*formatter)(char *, size_t, int64_t, int64_t);
 
 /* One table line between the outer bars. */
-static void line(grt__tb *tb, const char *text) { grt__tb_printf(tb, "|%-*s|\n", WIDTH, text); }
+static void line(grt__textbuf *tb, const char *text) { grt__textbuf_printf(tb, "|%-*s|\n", WIDTH, text); }
 
-static void rule(grt__tb *tb, char c) {
+static void rule(grt__textbuf *tb, char c) {
   char r[WIDTH + 1];
   memset(r, c, WIDTH);
   r[WIDTH] = 0;
   line(tb, r);
 }
 
-static void row(grt__tb *tb, const char *name, const grt_stat *s, const grt_stat *ref, formatter fmt) {
+static void row(grt__textbuf *tb, const char *name, const grt_stat *s, const grt_stat *ref, formatter fmt) {
   char c[4][24];
   fmt(c[0], sizeof c[0], s->current, ref->current);
   fmt(c[1], sizeof c[1], s->peak, ref->peak);
@@ -83,7 +83,7 @@ static const metric metrics[] = {
 };
 #undef M
 
-static void free_block_line(grt__tb *tb, const grt_alloc_stats *s, const grt_free_space *f) {
+static void free_block_line(grt__textbuf *tb, const grt_alloc_stats *s, const grt_free_space *f) {
   char largest[24], cached[24], text[160];
   uint64_t lfb = f ? f->largest[GRT_STAT_ALL] : s->largest_free_block;
   format_size(largest, sizeof largest, (int64_t)lfb, (int64_t)lfb);
@@ -102,7 +102,7 @@ grt_status grt_memory_summary(const grt_alloc_stats *s, const grt_free_space *f,
                               char **out) {
   if (!s || !out || device < 0) return GRT_ERR_INVALID_ARG;
   *out = NULL;
-  grt__tb tb = {0};
+  grt__textbuf tb = {0};
   char text[160];
   rule(&tb, '=');
   snprintf(text, sizeof text, " %16s PyTorch CUDA memory summary, device ID %-17d ", "", device);
@@ -128,5 +128,5 @@ grt_status grt_memory_summary(const grt_alloc_stats *s, const grt_free_space *f,
   rule(&tb, '-');
   free_block_line(&tb, s, f);
   rule(&tb, '=');
-  return grt__tb_finish(&tb, out, NULL);
+  return grt__textbuf_finish(&tb, out, NULL);
 }

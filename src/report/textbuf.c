@@ -8,7 +8,7 @@
 
 #include "gpurt/report.h"
 
-static int reserve(grt__tb *tb, size_t extra) {
+static int reserve(grt__textbuf *tb, size_t extra) {
   if (tb->failed) return 0;
   if (tb->len + extra + 1 <= tb->cap) return 1;
   size_t cap = tb->cap ? tb->cap : 1024;
@@ -29,16 +29,16 @@ static int reserve(grt__tb *tb, size_t extra) {
   return 1;
 }
 
-void grt__tb_putn(grt__tb *tb, const char *s, size_t n) {
+void grt__textbuf_putn(grt__textbuf *tb, const char *s, size_t n) {
   if (!reserve(tb, n)) return;
   memcpy(tb->data + tb->len, s, n);
   tb->len += n;
   tb->data[tb->len] = 0;
 }
 
-void grt__tb_puts(grt__tb *tb, const char *s) { grt__tb_putn(tb, s, strlen(s)); }
+void grt__textbuf_puts(grt__textbuf *tb, const char *s) { grt__textbuf_putn(tb, s, strlen(s)); }
 
-void grt__tb_printf(grt__tb *tb, const char *fmt, ...) {
+void grt__textbuf_printf(grt__textbuf *tb, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   char small[256];
@@ -49,7 +49,7 @@ void grt__tb_printf(grt__tb *tb, const char *fmt, ...) {
     return;
   }
   if ((size_t)n < sizeof small) {
-    grt__tb_putn(tb, small, (size_t)n);
+    grt__textbuf_putn(tb, small, (size_t)n);
     return;
   }
   if (!reserve(tb, (size_t)n)) return;
@@ -59,29 +59,29 @@ void grt__tb_printf(grt__tb *tb, const char *fmt, ...) {
   tb->len += (size_t)n;
 }
 
-void grt__tb_json_string(grt__tb *tb, const char *s) {
-  grt__tb_putn(tb, "\"", 1);
+void grt__textbuf_json_string(grt__textbuf *tb, const char *s) {
+  grt__textbuf_putn(tb, "\"", 1);
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     switch (*p) {
-      case '"': grt__tb_putn(tb, "\\\"", 2); break;
-      case '\\': grt__tb_putn(tb, "\\\\", 2); break;
-      case '\n': grt__tb_putn(tb, "\\n", 2); break;
-      case '\r': grt__tb_putn(tb, "\\r", 2); break;
-      case '\t': grt__tb_putn(tb, "\\t", 2); break;
+      case '"': grt__textbuf_putn(tb, "\\\"", 2); break;
+      case '\\': grt__textbuf_putn(tb, "\\\\", 2); break;
+      case '\n': grt__textbuf_putn(tb, "\\n", 2); break;
+      case '\r': grt__textbuf_putn(tb, "\\r", 2); break;
+      case '\t': grt__textbuf_putn(tb, "\\t", 2); break;
       default:
         if (*p < 0x20)
-          grt__tb_printf(tb, "\\u%04x", *p);
+          grt__textbuf_printf(tb, "\\u%04x", *p);
         else
-          grt__tb_putn(tb, (const char *)p, 1);
+          grt__textbuf_putn(tb, (const char *)p, 1);
     }
   }
-  grt__tb_putn(tb, "\"", 1);
+  grt__textbuf_putn(tb, "\"", 1);
 }
 
-grt_status grt__tb_finish(grt__tb *tb, char **out, size_t *len) {
+grt_status grt__textbuf_finish(grt__textbuf *tb, char **out, size_t *len) {
   if (!tb->failed && !tb->data) reserve(tb, 0);
   if (tb->failed) {
-    grt__tb_discard(tb);
+    grt__textbuf_discard(tb);
     return GRT_ERR_NOMEM;
   }
   tb->data[tb->len] = 0;
@@ -92,7 +92,7 @@ grt_status grt__tb_finish(grt__tb *tb, char **out, size_t *len) {
   return GRT_OK;
 }
 
-void grt__tb_discard(grt__tb *tb) {
+void grt__textbuf_discard(grt__textbuf *tb) {
   free(tb->data);
   tb->data = NULL;
   tb->len = tb->cap = 0;
