@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
   int n = 0;
   grt_status pst = sim_only ? GRT_ERR_NO_DEVICE : grt_cuda_probe(&n, probe, sizeof probe);
   if (sim_only) snprintf(probe, sizeof probe, "--sim-only given");
-  char cuda_cell[600];
+  char cuda_cell[800];
   if (pst == GRT_OK) pst = grt_device_create_cuda(0, &cuda.dev);
   if (pst == GRT_OK) {
     char name[128] = "?";
