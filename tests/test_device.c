@@ -121,7 +121,7 @@ static void test_virtual_memory(void **state) {
   grt_device *dev;
   assert_int_equal(grt_device_create(&cfg, &dev), GRT_OK);
   uint64_t g;
-  assert_int_equal(grt_device_granularity(dev, &g), GRT_OK);
+  assert_int_equal(grt_device_vmm_granularity(dev, &g), GRT_OK);
   assert_int_equal(g, 2 * GRT_MiB);
   grt_devptr va, seg;
   assert_int_equal(grt_device_reserve(dev, 64 * GRT_MiB, &va), GRT_OK); /* more than capacity: VA only */

@@ -230,6 +230,21 @@ GRT_API void grt_alloc_snapshot_free(grt_alloc_snapshot *snap);
  * recount. GRT_OK, or GRT_ERR_INTERNAL with the first violation in msg. */
 GRT_API grt_status grt_alloc_check(grt_allocator *a, char *msg, size_t msg_size);
 
+/* ---- completion over real CUDA events (gpurt/cuda.h) ----
+ * A grt_stream_ops for allocators on a CUDA device: stream ids are CUstream
+ * values (grt_cuda_stream_id; 0 = the default stream, as PyTorch passes it),
+ * record_event records a pooled CUevent on that stream, event_query asks the
+ * driver. Thread-safe (its own mutex). It must outlive every allocator using
+ * it; destroy returns GRT_ERR_BUSY while events handed out are not destroyed.
+ * On a non-CUDA device create returns GRT_ERR_UNSUPPORTED. */
+typedef struct grt_cuda_events grt_cuda_events;
+GRT_API grt_status grt_cuda_events_create(grt_device *dev, grt_cuda_events **out);
+GRT_API grt_status grt_cuda_events_destroy(grt_cuda_events *ev);
+/* The ops to put into grt_alloc_config.stream_ops (valid until destroy). */
+GRT_API const grt_stream_ops *grt_cuda_events_stream_ops(grt_cuda_events *ev);
+/* How many events were recorded in total (for reports). */
+GRT_API uint64_t grt_cuda_events_recorded(grt_cuda_events *ev);
+
 #ifdef __cplusplus
 }
 #endif

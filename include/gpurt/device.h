@@ -8,8 +8,11 @@
  * as cudaFree is one.
  *
  * Backends sit behind one internal contract (src/device/device_impl.h): the
- * simulated device here is the default; others (a real CUDA device) plug in
- * behind the same functions.
+ * simulated device here is the default; a real CUDA device (gpurt/cuda.h)
+ * plugs in behind the same functions. On CUDA, malloc/free are cuMemAlloc /
+ * cuMemFree, addresses are real device pointers, capacity is the device's
+ * total memory, malloc_at and host_ptr are GRT_ERR_UNSUPPORTED, and
+ * mem_get_info asks the driver (other users of the GPU count).
  *
  * Thread safety: a grt_device is safe to call from several threads; each call
  * takes the device's own mutex briefly.
@@ -95,27 +98,56 @@ GRT_API grt_status grt_device_host_ptr(grt_device *dev, grt_devptr ptr, uint64_t
  * (n = 1: the next one); 0 clears it. */
 GRT_API grt_status grt_device_inject_malloc_failure(grt_device *dev, uint64_t nth);
 
-/* ---- virtual memory: cuMemAddressReserve / cuMemCreate + cuMemMap ----
- * A reservation is address space only; mapping backs whole pages of it with
- * physical memory (taken from the same capacity, page by page, first fit) and
- * counts like a device malloc; unmapping returns the pages (a device sync).
- * Expandable segments are built on this. */
-
-/* The mapping granularity (2 MiB). */
-GRT_API grt_status grt_device_granularity(grt_device *dev, uint64_t *bytes);
-/* Reserves size bytes of address space (a multiple of the granularity). */
-GRT_API grt_status grt_device_reserve(grt_device *dev, uint64_t size, grt_devptr *va);
-/* Maps [va, va+size): inside one reservation, granularity-aligned, not mapped yet.
- * GRT_ERR_OOM (nothing mapped) when the device lacks the pages. */
-GRT_API grt_status grt_device_map(grt_device *dev, grt_devptr va, uint64_t size);
-/* Unmaps [va, va+size), which must be wholly mapped. */
-GRT_API grt_status grt_device_unmap(grt_device *dev, grt_devptr va, uint64_t size);
-/* Frees a reservation; GRT_ERR_BUSY while any page of it is mapped. */
-GRT_API grt_status grt_device_release(grt_device *dev, grt_devptr va);
-
 /* Calls fn(ctx, address, size) for each live segment in address order. */
 typedef void (*grt_device_segment_fn)(void *ctx, grt_devptr address, uint64_t size);
 GRT_API grt_status grt_device_walk_segments(grt_device *dev, grt_device_segment_fn fn, void *ctx);
+
+/* ---- backends ----
+ * "simulated" (grt_device_create) or "cuda" (gpurt/cuda.h: a real GPU through
+ * the CUDA driver API, loaded at run time). */
+
+/* The backend's name: "simulated" or "cuda"; never NULL ("" for NULL dev). */
+GRT_API const char *grt_device_backend(const grt_device *dev);
+
+/* Copies the message of the last failed backend call on dev (e.g. the CUDA
+ * error name and text) into buf; "" when none. Thread-safe; buf_size >= 1. */
+GRT_API grt_status grt_device_last_error(grt_device *dev, char *buf, size_t buf_size);
+
+/* Selects the backend from the environment: GRT_DEVICE=sim (or unset) creates a
+ * simulated device from sim_cfg (NULL: defaults); GRT_DEVICE=cuda or cuda:N
+ * creates CUDA device N (default 0). GRT_ERR_INVALID_ARG for another value;
+ * otherwise the status of the create it chose (GRT_ERR_NO_DEVICE without a
+ * driver, GRT_ERR_UNSUPPORTED in a build without CUDA headers). */
+GRT_API grt_status grt_device_create_from_env(const grt_device_config *sim_cfg, grt_device **out);
+
+/* Blocks until all work issued to the device has completed (cuCtxSynchronize).
+ * The simulated device runs no work: GRT_OK at once. */
+GRT_API grt_status grt_device_synchronize(grt_device *dev);
+
+/* ---- virtual memory (the primitives behind expandable segments) ----
+ * Reserve a range of device addresses, back pieces of it with physical memory
+ * (map) and take them back (unmap), then give the range up (release). Sizes
+ * and addresses are multiples of the granularity. Mapped bytes count in
+ * bytes_in_use and mapped_bytes; destroy reports GRT_ERR_BUSY while any
+ * reservation exists. Each map counts in map_calls (and fault injection can
+ * fail it like a malloc); each unmap in unmap_calls and as a device sync.
+ * Both backends have them: the simulated device takes physical pages from its
+ * capacity first fit; CUDA uses cuMemAddressReserve/cuMemCreate/cuMemMap. */
+
+/* The mapping granularity in bytes (cuMemGetAllocationGranularity, minimum). */
+GRT_API grt_status grt_device_vmm_granularity(grt_device *dev, uint64_t *granularity);
+/* Reserves size bytes of address space (no memory behind it). */
+GRT_API grt_status grt_device_reserve(grt_device *dev, uint64_t size, grt_devptr *va);
+/* Backs [va, va+size) (inside one reservation, not mapped yet) with new
+ * physical memory, readable and writable by the device. GRT_ERR_OOM when the
+ * device has no memory left; GRT_ERR_INVALID_ARG for a range that is not
+ * inside a reservation or overlaps a mapped piece. */
+GRT_API grt_status grt_device_map(grt_device *dev, grt_devptr va, uint64_t size);
+/* Unmaps [va, va+size) and frees its physical memory: the range must be
+ * exactly covered by pieces mapped earlier (GRT_ERR_INVALID_ARG otherwise). */
+GRT_API grt_status grt_device_unmap(grt_device *dev, grt_devptr va, uint64_t size);
+/* Releases the reservation starting at va: GRT_ERR_BUSY while any of it is mapped. */
+GRT_API grt_status grt_device_release(grt_device *dev, grt_devptr va);
 
 #ifdef __cplusplus
 }

@@ -140,7 +140,7 @@ cseg *grt__seg_find(const caching *c, grt_devptr addr) {
 
 static grt_status caching_create(grt_allocator *a) {
   uint64_t granularity;
-  if (a->cfg.expandable_segments && grt_device_granularity(a->dev, &granularity) != GRT_OK) {
+  if (a->cfg.expandable_segments && grt_device_vmm_granularity(a->dev, &granularity) != GRT_OK) {
     grt__alloc_set_error(a, "expandable_segments needs a device with virtual memory (reserve/map)");
     return GRT_ERR_UNSUPPORTED;
   }

@@ -95,6 +95,19 @@ static void merge(grt_allocator *a, cblock *dst, cblock *src) {
   grt__cblock_release(c, src);
 }
 
+/* One device map per page, as PyTorch creates one physical handle per page:
+ * any later unmap of whole pages then covers whole mappings. All or nothing. */
+static grt_status map_pages(grt_device *dev, grt_devptr va, uint64_t n, uint64_t page) {
+  for (uint64_t i = 0; i < n; i++) {
+    grt_status st = grt_device_map(dev, va + i * page, page);
+    if (st) {
+      if (i) grt_device_unmap(dev, va, i * page);
+      return st;
+    }
+  }
+  return GRT_OK;
+}
+
 /* Maps the pages under the first `size` bytes of an unmapped block. */
 static int map_block(grt_allocator *a, cblock *b, uint64_t size) {
   caching *c = a->impl;
@@ -104,7 +117,7 @@ static int map_block(grt_allocator *a, cblock *b, uint64_t size) {
   uint64_t mapped = (last - first) * s->page;
   cblock *rest = mapped < b->size ? grt__cblock_new(c) : NULL;
   if (mapped < b->size && !rest) return 0;
-  grt_status st = grt_device_map(a->dev, s->base + first * s->page, mapped);
+  grt_status st = map_pages(a->dev, s->base + first * s->page, last - first, s->page);
   if (st) {
     if (rest) grt__cblock_release(c, rest);
     c->last_device_status = st;

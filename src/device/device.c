@@ -15,25 +15,34 @@ void grt_device_config_default(grt_device_config *cfg) {
 
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
+grt_status grt__device_wrap(const grt__device_ops *ops, void *impl, uint64_t capacity, uint64_t alignment,
+                            grt_device **out) {
+  grt_device *dev = calloc(1, sizeof *dev);
+  if (!dev) return GRT_ERR_NOMEM;
+  pthread_mutex_init(&dev->lock, NULL);
+  dev->ops = ops;
+  dev->impl = impl;
+  dev->alignment = alignment;
+  dev->capacity = capacity;
+  *out = dev;
+  return GRT_OK;
+}
+
 grt_status grt_device_create(const grt_device_config *cfg, grt_device **out) {
   if (!out) return GRT_ERR_INVALID_ARG;
   *out = NULL;
   if (!cfg || cfg->capacity == 0 || cfg->base_address == 0 || !is_pow2(cfg->alignment) ||
       cfg->base_address % cfg->alignment != 0 || cfg->base_address + cfg->capacity < cfg->base_address)
     return GRT_ERR_INVALID_ARG;
-  grt_device *dev = calloc(1, sizeof *dev);
-  if (!dev) return GRT_ERR_NOMEM;
-  grt_status st = grt__device_sim_create(cfg, &dev->impl);
+  void *impl = NULL;
+  grt_status st = grt__device_sim_create(cfg, &impl);
+  if (st) return st;
+  st = grt__device_wrap(&grt__device_sim_ops, impl, cfg->capacity, cfg->alignment, out);
   if (st) {
-    free(dev);
+    grt__device_sim_ops.destroy(impl);
     return st;
   }
-  pthread_mutex_init(&dev->lock, NULL);
-  dev->ops = &grt__device_sim_ops;
-  dev->alignment = cfg->alignment;
-  dev->capacity = cfg->capacity;
-  dev->fail_countdown = cfg->fail_malloc_at;
-  *out = dev;
+  (*out)->fail_countdown = cfg->fail_malloc_at;
   return GRT_OK;
 }
 
@@ -43,7 +52,10 @@ grt_status grt_device_destroy(grt_device *dev) {
   pthread_mutex_lock(&dev->lock);
   dev->ops->memory_stats(dev->impl, &s);
   pthread_mutex_unlock(&dev->lock);
-  if (s.segments || s.reserved_va_bytes) return GRT_ERR_BUSY;
+  pthread_mutex_lock(&dev->lock);
+  int busy = s.segments || s.reserved_va_bytes || (dev->ops->busy && dev->ops->busy(dev->impl));
+  pthread_mutex_unlock(&dev->lock);
+  if (busy) return GRT_ERR_BUSY;
   dev->ops->destroy(dev->impl);
   pthread_mutex_destroy(&dev->lock);
   free(dev);
@@ -153,7 +165,17 @@ grt_status grt_device_get_stats(grt_device *dev, grt_device_stats *out) {
 
 grt_status grt_device_mem_get_info(grt_device *dev, uint64_t *free_bytes, uint64_t *total) {
   grt_device_stats s;
-  if (!free_bytes || !total) return GRT_ERR_INVALID_ARG;
+  if (!dev || !free_bytes || !total) return GRT_ERR_INVALID_ARG;
+  if (dev->ops->mem_info) {
+    uint64_t f = 0, t = 0;
+    pthread_mutex_lock(&dev->lock);
+    grt_status st = dev->ops->mem_info(dev->impl, &f, &t);
+    pthread_mutex_unlock(&dev->lock);
+    if (st) return st;
+    *free_bytes = f;
+    *total = t;
+    return GRT_OK;
+  }
   grt_status st = grt_device_get_stats(dev, &s);
   if (st) return st;
   *free_bytes = s.free_bytes;
@@ -187,18 +209,22 @@ grt_status grt_device_walk_segments(grt_device *dev, grt_device_segment_fn fn, v
 
 /* ---- virtual memory ---- */
 
-grt_status grt_device_granularity(grt_device *dev, uint64_t *bytes) {
+grt_status grt_device_vmm_granularity(grt_device *dev, uint64_t *bytes) {
   if (!dev || !bytes) return GRT_ERR_INVALID_ARG;
-  if (!dev->ops->reserve) return GRT_ERR_UNSUPPORTED;
-  *bytes = dev->ops->granularity;
-  return GRT_OK;
+  if (!dev->ops->vmm_granularity || !dev->ops->reserve) return GRT_ERR_UNSUPPORTED;
+  pthread_mutex_lock(&dev->lock);
+  grt_status st = dev->ops->vmm_granularity(dev->impl, bytes);
+  pthread_mutex_unlock(&dev->lock);
+  return st;
 }
 
 static grt_status check_vm_range(grt_device *dev, grt_devptr va, uint64_t size) {
   if (!dev) return GRT_ERR_INVALID_ARG;
-  if (!dev->ops->reserve) return GRT_ERR_UNSUPPORTED;
-  uint64_t g = dev->ops->granularity;
-  if (size == 0 || size % g || va % g) return GRT_ERR_INVALID_ARG;
+  uint64_t g;
+  grt_status st = grt_device_vmm_granularity(dev, &g);
+  if (st) return st;
+  if (size == 0) return GRT_ERR_SIZE;
+  if (size % g || va % g) return GRT_ERR_INVALID_ARG;
   return GRT_OK;
 }
 

@@ -3,7 +3,10 @@
  * device.c owns the public functions: it validates arguments, takes the lock,
  * injects faults and keeps the call counters; a backend only manages memory.
  * A backend op returns a grt_status and must leave its state unchanged when it
- * fails. Ops are called with the device lock held.
+ * fails. Ops are called with the device lock held. Ops below "optional" may be
+ * NULL: the public function then returns GRT_ERR_UNSUPPORTED (synchronize: a
+ * backend without it runs no work, so GRT_OK). A backend may write a message
+ * for its failures into the device's last_error (it gets the buffer at create).
  */
 #ifndef GRT_DEVICE_IMPL_H
 #define GRT_DEVICE_IMPL_H
@@ -25,8 +28,11 @@ typedef struct grt__device_ops {
   uint64_t (*bytes_in_use)(void *impl); /* cheap: called after every malloc */
   void (*walk)(void *impl, grt_device_segment_fn fn, void *ctx);
   void (*destroy)(void *impl);
-  /* Virtual memory; NULL when the backend has none (GRT_ERR_UNSUPPORTED). */
-  uint64_t granularity;
+  /* optional (NULL: GRT_ERR_UNSUPPORTED); virtual memory needs all five VMM ops */
+  grt_status (*mem_info)(void *impl, uint64_t *free_bytes, uint64_t *total);
+  int (*busy)(void *impl); /* nonzero while children (streams, events, reservations) live */
+  grt_status (*synchronize)(void *impl);
+  grt_status (*vmm_granularity)(void *impl, uint64_t *granularity);
   grt_status (*reserve)(void *impl, uint64_t size, grt_devptr *va);
   grt_status (*map)(void *impl, grt_devptr va, uint64_t size);
   grt_status (*unmap)(void *impl, grt_devptr va, uint64_t size);
@@ -43,7 +49,13 @@ struct grt_device {
   uint64_t malloc_calls, failed_mallocs, free_calls, syncs, map_calls, unmap_calls;
   uint64_t fail_countdown; /* 0: no injected fault pending */
   grt_devptr next_addr;    /* placement hint for the next malloc, 0 = none */
+  char last_error[256];    /* the backend's message for its last failure ("" if none) */
 };
+
+/* Wraps a backend instance into a new grt_device (the backend's create
+ * functions call this last). On failure the caller still owns impl. */
+grt_status grt__device_wrap(const grt__device_ops *ops, void *impl, uint64_t capacity, uint64_t alignment,
+                            grt_device **out);
 
 /* The simulated backend (device_sim.c). */
 grt_status grt__device_sim_create(const grt_device_config *cfg, void **impl);

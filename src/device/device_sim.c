@@ -258,6 +258,12 @@ static void sim_walk(void *impl, grt_device_segment_fn fn, void *ctx) {
 
 /* ---- virtual memory ---- */
 
+static grt_status sim_vmm_granularity(void *impl, uint64_t *bytes) {
+  (void)impl;
+  *bytes = PAGE;
+  return GRT_OK;
+}
+
 static grt_status sim_reserve(void *impl, uint64_t size, grt_devptr *va) {
   sim *s = impl;
   if (s->n_res == s->cap_res) {
@@ -346,7 +352,7 @@ const grt__device_ops grt__device_sim_ops = {
     .bytes_in_use = sim_bytes_in_use,
     .walk = sim_walk,
     .destroy = sim_destroy,
-    .granularity = PAGE,
+    .vmm_granularity = sim_vmm_granularity,
     .reserve = sim_reserve,
     .map = sim_map,
     .unmap = sim_unmap,

@@ -1,0 +1,61 @@
+/* conformance.h — the semantic cases run on each backend by gpurt-conformance.
+ *
+ * A case runs against one backend (a simulated or a CUDA device) and returns
+ * PASS / FAIL with a short note of what it measured, or N/A when the backend
+ * has no such feature (the simulated device has no streams: that is the
+ * executor's job, in another layer). main.c prints the markdown table.
+ */
+#ifndef GRT_TOOLS_CONFORMANCE_H
+#define GRT_TOOLS_CONFORMANCE_H
+
+#include <stdio.h>
+
+#include "gpurt/alloc.h"
+#include "gpurt/cuda.h"
+
+typedef enum { R_PASS, R_FAIL, R_NA } rkind;
+
+typedef struct result {
+  rkind kind;
+  char note[240];
+} result;
+
+typedef struct backend {
+  const char *name; /* "sim" or "cuda" */
+  grt_device *dev;
+  int is_cuda;
+} backend;
+
+typedef struct ccase {
+  const char *name;
+  const char *expected; /* CUDA's behaviour, in a few words */
+  result (*run)(backend *b);
+} ccase;
+
+result r_pass(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+result r_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+result r_na(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Fails the case with the location and the device's last error. */
+#define CHECK(b, cond, ...)                                                                  \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
+      result r_ = r_fail(__VA_ARGS__);                                                      \
+      conf_append_error(&r_, (b)->dev);                                                     \
+      return r_;                                                                            \
+    }                                                                                       \
+  } while (0)
+#define CHECK_OK(b, expr) CHECK(b, (expr) == GRT_OK, "%s failed (line %d)", #expr, __LINE__)
+
+void conf_append_error(result *r, grt_device *dev);
+/* Polls *flag (set by a host function) for up to ms milliseconds; returns its value. */
+int conf_wait_flag(volatile int *flag, int ms);
+/* A host function setting *(volatile int *)arg = 1. */
+void conf_set_flag(void *arg);
+
+extern const ccase conf_mem_cases[];
+extern const size_t conf_mem_count;
+extern const ccase conf_stream_cases[];
+extern const size_t conf_stream_count;
+
+#endif

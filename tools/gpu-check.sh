@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# tools/gpu-check.sh OUTDIR — the CUDA backend's checks on a machine with one
+# NVIDIA GPU, PyTorch, nvcc, CMake and ninja (no network, no cmocka needed).
+#
+# Stages (each with its own timeout; a failing stage does not stop the rest):
+#   env          GPU, driver, nvcc, torch versions             -> OUTDIR/env.txt
+#   build        CUDA backend, gpurt-conformance, torch plugin -> OUTDIR/build.log
+#   conformance  semantic cases on sim and CUDA                -> OUTDIR/conformance.md
+#   torch        native vs gpurt allocator on a transformer,
+#                plus a native memory snapshot                 -> OUTDIR/torch_compare.txt,
+#                                                                 torch_compare.json,
+#                                                                 gpurt_transformer_snapshot.pickle
+# Ends with one summary block (also OUTDIR/summary.txt). Worst case ~7.5 min.
+# Exit: 0 when every stage passed, 1 otherwise.
+set -uo pipefail
+if [ $# -ne 1 ]; then
+  echo "usage: tools/gpu-check.sh OUTDIR" >&2
+  exit 2
+fi
+mkdir -p "$1"
+OUT=$(cd "$1" && pwd)
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BUILD=$(mktemp -d "${TMPDIR:-/tmp}/gpurt-gpu-build.XXXXXX")
+export ROOT BUILD
+T0=$(date +%s)
+declare -A STATUS SECS
+ORDER=()
+
+# run_stage NAME TIMEOUT_S LOGFILE CMD...: runs CMD under timeout, tee'ing into LOGFILE.
+run_stage() {
+  local name=$1 limit=$2 log=$3
+  shift 3
+  local t=$(date +%s) rc
+  echo "=== [$name] $(date -u +%H:%M:%S) (limit ${limit}s)"
+  # Shell functions run through `bash -c` (timeout needs a program).
+  if declare -F "$1" >/dev/null; then
+    timeout --kill-after=10 "$limit" bash -c "$(declare -f "$1"); $1" 2>&1 | tee "$log"
+  else
+    timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$log"
+  fi
+  rc=${PIPESTATUS[0]}
+  SECS[$name]=$(($(date +%s) - t))
+  case $rc in
+    0) STATUS[$name]=ok ;;
+    3) STATUS[$name]="skipped" ;;
+    124|137) STATUS[$name]="TIMEOUT after ${limit}s" ;;
+    *) STATUS[$name]="FAILED (exit $rc)" ;;
+  esac
+  ORDER+=("$name")
+  echo "=== [$name] ${STATUS[$name]} in ${SECS[$name]}s"
+}
+
+env_info() {
+  echo "date: $(date -u)"
+  echo "host: $(uname -a)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || echo "nvidia-smi failed"
+  (command -v nvcc >/dev/null && nvcc --version | tail -2) || /usr/local/cuda/bin/nvcc --version 2>&1 | tail -2
+  cmake --version | head -1
+  ninja --version
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' 2>&1
+  echo "git: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+}
+
+build() {
+  # cuda.h: CUDA_HOME, else the toolkit around nvcc, else /usr/local/cuda (CMake's hints).
+  local nvcc_path
+  nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  export CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$nvcc_path")")}
+  echo "CUDA_HOME=$CUDA_HOME"
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRT_CUDA=ON \
+    -DGRT_BUILD_TESTS=OFF -DGRT_BUILD_BENCH=OFF -DGRT_BUILD_TOOLS=ON &&
+    cmake --build "$BUILD" --target gpurt-conformance gpurt_torch_alloc
+}
+
+# Progress lines (stderr) stay out of the markdown; shown in the summary if the stage fails.
+conformance() { "$BUILD/tools/gpurt-conformance" 2>"$BUILD/conformance.progress"; }
+
+run_stage env 30 "$OUT/env.txt" env_info
+run_stage build 120 "$OUT/build.log" build
+if [ -x "$BUILD/tools/gpurt-conformance" ]; then
+  run_stage conformance 90 "$OUT/conformance.md" conformance
+else
+  STATUS[conformance]="not run (no binary)"; SECS[conformance]=0; ORDER+=(conformance)
+fi
+if [ -f "$BUILD/tools/libgpurt_torch_alloc.so" ]; then
+  run_stage torch 240 "$OUT/torch_compare.txt" python3 "$ROOT/tools/torch_alloc/train_compare.py" \
+    --lib "$BUILD/tools/libgpurt_torch_alloc.so" --out "$OUT" --child-timeout 75
+else
+  STATUS[torch]="not run (no plugin library)"; SECS[torch]=0; ORDER+=(torch)
+fi
+
+{
+  echo
+  echo "================ gpurt GPU check summary ================"
+  echo "git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), total $(($(date +%s) - T0))s, out: $OUT"
+  grep -m1 -E 'H[0-9]+|NVIDIA' "$OUT/env.txt" 2>/dev/null | sed 's/^/gpu: /'
+  grep -m1 '^torch' "$OUT/env.txt" 2>/dev/null
+  for s in "${ORDER[@]}"; do printf '%-12s %-28s %4ss\n' "$s" "${STATUS[$s]}" "${SECS[$s]}"; done
+  if [ -f "$OUT/conformance.md" ]; then
+    grep -m1 '^- cuda:' "$OUT/conformance.md"
+    grep -m1 'case(s),' "$OUT/conformance.md"
+    grep -E '\*\*FAIL\*\*' "$OUT/conformance.md" | cut -c1-400
+    [ "${STATUS[conformance]}" = ok ] || tail -5 "$BUILD/conformance.progress" 2>/dev/null
+  fi
+  if [ -f "$OUT/torch_compare.txt" ]; then
+    grep -E '^\| |ERROR|SKIPPED|FAILED|^snapshot' "$OUT/torch_compare.txt"
+  fi
+  [ -f "$OUT/build.log" ] && [ "${STATUS[build]}" != ok ] && tail -15 "$OUT/build.log"
+  ls -l "$OUT" | tail -n +2 | awk '{print "file:", $NF, $5, "bytes"}'
+  echo "=========================================================="
+} | tee "$OUT/summary.txt"
+rm -rf "$BUILD"
+for s in "${ORDER[@]}"; do [ "${STATUS[$s]}" = ok ] || exit 1; done
+exit 0
