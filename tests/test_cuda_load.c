@@ -74,12 +74,13 @@ static void test_sim_unaffected(void **state) {
   assert_int_equal(grt_alloc_malloc(a, 5 * GRT_MiB, 0, &p), GRT_OK);
   assert_int_equal(grt_alloc_free(a, p), GRT_OK);
   assert_int_equal(grt_device_synchronize(dev), GRT_OK);
+  /* The simulated device has its own virtual memory (no CUDA needed). */
   uint64_t g, va;
-  assert_int_equal(grt_device_vmm_granularity(dev, &g), GRT_ERR_UNSUPPORTED);
-  assert_int_equal(grt_device_reserve(dev, 2 * GRT_MiB, &va), GRT_ERR_UNSUPPORTED);
-  assert_int_equal(grt_device_map(dev, 0x1000, 2 * GRT_MiB), GRT_ERR_UNSUPPORTED);
-  assert_int_equal(grt_device_unmap(dev, 0x1000, 2 * GRT_MiB), GRT_ERR_UNSUPPORTED);
-  assert_int_equal(grt_device_release(dev, 0x1000), GRT_ERR_UNSUPPORTED);
+  assert_int_equal(grt_device_vmm_granularity(dev, &g), GRT_OK);
+  assert_int_equal(grt_device_reserve(dev, 2 * GRT_MiB, &va), GRT_OK);
+  assert_int_equal(grt_device_map(dev, va + 0x1000, 2 * GRT_MiB), GRT_ERR_INVALID_ARG); /* unaligned */
+  assert_int_equal(grt_device_unmap(dev, va, 2 * GRT_MiB), GRT_ERR_INVALID_ARG);        /* not mapped */
+  assert_int_equal(grt_device_release(dev, va), GRT_OK);
   grt_cuda_stream *s = (grt_cuda_stream *)0x1;
   assert_int_equal(grt_cuda_stream_create(dev, 0, 0, &s), GRT_ERR_UNSUPPORTED);
   assert_null(s);

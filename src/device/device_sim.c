@@ -156,11 +156,11 @@ static grt_status sim_malloc_at(void *impl, grt_devptr addr, uint64_t size) {
 
 /* Classifies an address that is not the start of a live segment. */
 static grt_status classify_bad(const sim *s, grt_devptr ptr) {
-  if (grt__u64map_get(&s->freed, ptr)) return GRT_ERR_DOUBLE_FREE;
   if (ptr < s->base || ptr >= s->base + s->capacity) return GRT_ERR_UNKNOWN_POINTER;
   size_t i = find_hole(s, ptr);
-  if (i < s->n_holes && s->holes[i].addr <= ptr) return GRT_ERR_UNKNOWN_POINTER; /* in free space */
-  return GRT_ERR_INTERIOR_POINTER;
+  int in_free_space = i < s->n_holes && s->holes[i].addr <= ptr;
+  if (!in_free_space) return GRT_ERR_INTERIOR_POINTER; /* inside a live segment (even if once freed) */
+  return grt__u64map_get(&s->freed, ptr) ? GRT_ERR_DOUBLE_FREE : GRT_ERR_UNKNOWN_POINTER;
 }
 
 static grt_status sim_free(void *impl, grt_devptr ptr) {
