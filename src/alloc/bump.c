@@ -322,6 +322,7 @@ grt_status grt_alloc_bump_reset(grt_allocator *a) {
   if (st) return st;
   bump *b = a->impl;
   for (size_t i = 0; i < b->arenas.n; i++) drop_blocks(a, arena_at(b, i), 1);
+  b->current = NULL; /* the next phase starts in the lowest arena */
   return grt__zoo_leave(a, GRT_OK);
 }
 

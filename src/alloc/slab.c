@@ -58,6 +58,7 @@ typedef struct slab {
   grt__bins *virt;       /* live virtual handles, keyed (0, handle): address order */
   grt_devptr *stack;     /* free pages */
   size_t n_free, cap_stack;
+  size_t n_pages;        /* pages in all segments */
   uint64_t page_size;
   size_t seg_pages;
   grt_devptr virt_next;  /* the next virtual handle */
@@ -116,8 +117,8 @@ static void unstack(slab *s, size_t pos) {
 
 static grt_status add_segment(grt_allocator *a, size_t n_pages, sseg **out) {
   slab *s = a->impl;
-  if (s->n_free + n_pages > s->cap_stack) {
-    size_t cap = s->cap_stack * 2 > s->n_free + n_pages ? s->cap_stack * 2 : s->n_free + n_pages;
+  if (s->n_pages + n_pages > s->cap_stack) { /* the stack must be able to hold every page */
+    size_t cap = s->cap_stack * 2 > s->n_pages + n_pages ? s->cap_stack * 2 : s->n_pages + n_pages;
     grt_devptr *st = realloc(s->stack, cap * sizeof *st);
     if (!st) return GRT_ERR_NOMEM;
     s->stack = st;
@@ -135,6 +136,7 @@ static grt_status add_segment(grt_allocator *a, size_t n_pages, sseg **out) {
   g->seg.size = n_pages * s->page_size;
   g->n_pages = n_pages;
   g->pages = pages;
+  s->n_pages += n_pages;
   grt__zsegs_insert(&s->segs, &g->seg); /* cannot fail: room reserved */
   for (size_t i = 0; i < n_pages; i++) push_page(s, g->seg.base + i * s->page_size, &pages[i]);
   *out = g;
@@ -146,6 +148,7 @@ static void release_segment(grt_allocator *a, sseg *g) {
   for (size_t i = 0; i < g->n_pages; i++)
     if (g->pages[i].stack_pos != NOT_STACKED) unstack(s, g->pages[i].stack_pos);
   grt__zsegs_remove(&s->segs, &g->seg);
+  s->n_pages -= g->n_pages;
   grt__zoo_device_free(a, g->seg.base, g->seg.size);
   free(g->pages);
   free(g);
@@ -404,7 +407,7 @@ static grt_status slab_check(grt_allocator *a, char *msg, size_t msg_size) {
     virtual_live += al->n_pages > 1;
   }
   if (owned != listed) GRT__ZOO_FAIL("%zu pages owned but block tables list %zu", owned, listed);
-  if (owned + s->n_free != (size_t)(r.reserved_bytes / (int64_t)s->page_size))
+  if (owned + s->n_free != s->n_pages || s->n_pages * s->page_size != (uint64_t)r.reserved_bytes)
     GRT__ZOO_FAIL("%zu pages owned + %zu free != pages in segments", owned, s->n_free);
   if (virtual_live != grt__bins_count(s->virt))
     GRT__ZOO_FAIL("%zu virtual handles indexed, %zu live", grt__bins_count(s->virt), virtual_live);
