@@ -43,6 +43,10 @@ struct grt_allocator {
 /* Registered policies (one file each). */
 extern const grt__alloc_ops grt__naive_ops;
 extern const grt__alloc_ops grt__caching_ops;
+extern const grt__alloc_ops grt__bump_ops;
+extern const grt__alloc_ops grt__buddy_ops;
+extern const grt__alloc_ops grt__slab_ops;
+extern const grt__alloc_ops grt__async_ops;
 
 /* Writes a printf-style message into a->last_error. */
 void grt__alloc_set_error(grt_allocator *a, const char *fmt, ...)
