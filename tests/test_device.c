@@ -139,6 +139,8 @@ static void test_virtual_memory(void **state) {
   assert_int_equal(grt_device_host_ptr(dev, va + 2 * g + 100, 1000, &p), GRT_OK);
   assert_int_equal(grt_device_host_ptr(dev, va, 1, &p), GRT_ERR_UNKNOWN_POINTER); /* unmapped page */
   assert_int_equal(grt_device_release(dev, va), GRT_ERR_BUSY);
+  assert_int_equal(grt_device_unmap(dev, va + 2 * g, 2 * GRT_MiB), GRT_ERR_INVALID_ARG); /* half a mapping */
+  assert_int_equal(grt_device_unmap(dev, va + 3 * g, 2 * GRT_MiB), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_device_unmap(dev, va + 2 * g, 4 * GRT_MiB), GRT_OK);
   assert_int_equal(grt_device_unmap(dev, va + 2 * g, 2 * GRT_MiB), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_device_destroy(dev), GRT_ERR_BUSY);

@@ -24,6 +24,7 @@ typedef struct reservation {
   grt_devptr va;
   uint64_t size;
   grt_devptr *phys; /* per page: the physical page backing it, 0 = unmapped */
+  uint64_t *piece;  /* per mapped page: the first page of the map call that mapped it */
   uint64_t mapped_pages;
 } reservation;
 
@@ -74,7 +75,10 @@ static void sim_destroy(void *impl) {
   grt__u64map_free(&s->live);
   grt__u64map_free(&s->freed);
   grt__u64map_free(&s->pages);
-  for (size_t i = 0; i < s->n_res; i++) free(s->res[i].phys);
+  for (size_t i = 0; i < s->n_res; i++) {
+    free(s->res[i].phys);
+    free(s->res[i].piece);
+  }
   free(s->res);
   free(s->holes);
   free(s->host);
@@ -274,8 +278,13 @@ static grt_status sim_reserve(void *impl, uint64_t size, grt_devptr *va) {
     s->cap_res = cap;
   }
   grt_devptr *phys = calloc(size / PAGE, sizeof *phys);
-  if (!phys) return GRT_ERR_NOMEM;
-  s->res[s->n_res++] = (reservation){s->next_va, size, phys, 0};
+  uint64_t *piece = calloc(size / PAGE, sizeof *piece);
+  if (!phys || !piece) {
+    free(phys);
+    free(piece);
+    return GRT_ERR_NOMEM;
+  }
+  s->res[s->n_res++] = (reservation){s->next_va, size, phys, piece, 0};
   *va = s->next_va;
   s->next_va += size + PAGE; /* a guard page between reservations */
   return GRT_OK;
@@ -311,6 +320,7 @@ static grt_status sim_map(void *impl, grt_devptr va, uint64_t size) {
       return st;
     }
     r->phys[p] = phys;
+    r->piece[p] = first;
     r->mapped_pages++;
     s->mapped_pages++;
   }
@@ -321,9 +331,12 @@ static grt_status sim_unmap(void *impl, grt_devptr va, uint64_t size) {
   sim *s = impl;
   reservation *r = find_res(s, va);
   if (!r || va + size > r->va + r->size) return GRT_ERR_INVALID_ARG;
-  uint64_t first = (va - r->va) / PAGE, n = size / PAGE;
-  for (uint64_t p = first; p < first + n; p++)
+  uint64_t first = (va - r->va) / PAGE, n = size / PAGE, end = first + n;
+  for (uint64_t p = first; p < end; p++)
     if (!r->phys[p]) return GRT_ERR_INVALID_ARG; /* not mapped */
+  /* As cuMemUnmap: the range must cover whole mappings, never part of one. */
+  if (r->piece[first] != first || (end < r->size / PAGE && r->phys[end] && r->piece[end] == r->piece[end - 1]))
+    return GRT_ERR_INVALID_ARG;
   unmap_pages(s, r, first, n);
   return GRT_OK;
 }
@@ -334,6 +347,7 @@ static grt_status sim_release(void *impl, grt_devptr va) {
     if (s->res[i].va != va) continue;
     if (s->res[i].mapped_pages) return GRT_ERR_BUSY;
     free(s->res[i].phys);
+    free(s->res[i].piece);
     memmove(&s->res[i], &s->res[i + 1], (s->n_res - i - 1) * sizeof *s->res);
     s->n_res--;
     return GRT_OK;

@@ -99,7 +99,7 @@ static grt_status read_event(conv *c, const grt__pv *e, size_t i) {
     grt__slice s = {a->u.s.p, a->u.s.n};
     return bad(c, "%s[%zu]: unknown action '%s'", where, i, grt__quote(s, q, sizeof q));
   }
-  uint64_t addr, size, stream;
+  uint64_t addr = 0, size = 0, stream = 0;
   int64_t time = 0;
   unsigned flags = GRT_TRACE_F_ADDR;
   grt_status st = field_u64(c, e, "addr", kind <= GRT_TRACE_SEGMENT_UNMAP, 0, &addr, where, i);
@@ -148,7 +148,7 @@ static grt_status read_segment(conv *c, const grt__pv *sv, size_t i) {
   grt_trace_segment seg;
   memset(&seg, 0, sizeof seg);
   if (!sv || sv->type != GRT__PV_DICT) return bad(c, "%s[%zu]: not a dict", where, i);
-  uint64_t dev;
+  uint64_t dev = 0;
   grt_status st = field_u64(c, sv, "device", false, (uint64_t)c->device, &dev, where, i);
   if (st) return st;
   if (dev != (uint64_t)c->device) return GRT_OK;
