@@ -7,6 +7,11 @@
  *              and merge, max_split_size, flush-and-retry on OOM, empty_cache,
  *              record_stream with deferred frees).
  *   "naive"    every request goes straight to the device (cudaMalloc/cudaFree).
+ *   "sharded"  N "caching" allocators, streams hashed onto them, each with its
+ *              own lock: threads on different streams do not contend. With
+ *              one stream it decides exactly as "caching"; an OOM releases
+ *              only that shard's cache. Peaks in its stats are the sum of the
+ *              shards' peaks (an upper bound of the true peak).
  * More policies register behind the same functions.
  *
  * Streams are opaque ids (grt_stream_id, 0 = default stream). The allocator
@@ -81,6 +86,8 @@ typedef struct grt_alloc_config {
   int no_merge_on_free;             /* 1: freed blocks do not coalesce with free neighbours */
   unsigned empty_cache_idle_cycles; /* 0: empty_cache frees every free segment (PyTorch); N: only
                                        segments free for at least N empty_cache calls ("cycles") */
+  unsigned shards;                  /* policy "sharded": caching allocators, one per stream shard
+                                       (0 = 2); other policies ignore it */
 } grt_alloc_config;
 
 /* Defaults = PyTorch's defaults. */
@@ -90,7 +97,7 @@ GRT_API void grt_alloc_config_default(grt_alloc_config *cfg);
  * "max_split_size_mb:64,roundup_power2_divisions:[256:1,512:2,>:4],expandable_segments:True".
  * Keys: max_split_size_mb, roundup_power2_divisions (a number or a [MB:div,...,>:div] list),
  * garbage_collection_threshold, expandable_segments, and gpurt's own: cross_stream (never|with_event),
- * fit (best|first), merge_on_free (True|False), empty_cache_idle_cycles (N).
+ * fit (best|first), merge_on_free (True|False), empty_cache_idle_cycles (N), shards (N).
  * On error returns GRT_ERR_PARSE, writes a reason into err (if non-NULL) and leaves cfg unchanged. */
 GRT_API grt_status grt_alloc_config_parse(grt_alloc_config *cfg, const char *text, char *err, size_t err_size);
 

@@ -7,7 +7,7 @@
 
 #include "alloc/allocator_impl.h"
 
-static const grt__alloc_ops *const policies[] = {&grt__caching_ops, &grt__naive_ops, &grt__bump_ops, &grt__buddy_ops, &grt__slab_ops, &grt__async_ops};
+static const grt__alloc_ops *const policies[] = {&grt__caching_ops, &grt__naive_ops, &grt__bump_ops, &grt__buddy_ops, &grt__slab_ops, &grt__async_ops, &grt__sharded_ops};
 
 void grt__alloc_set_error(grt_allocator *a, const char *fmt, ...) {
   va_list ap;
@@ -27,6 +27,7 @@ static grt_status validate_config(const grt_alloc_config *c) {
     if (d & (d - 1)) return GRT_ERR_INVALID_ARG;
   }
   if (c->fit != GRT_FIT_BEST && c->fit != GRT_FIT_FIRST) return GRT_ERR_INVALID_ARG;
+  if (c->shards > 64) return GRT_ERR_INVALID_ARG;
   const grt_stream_ops *so = c->stream_ops;
   if (so && (!so->record_event || !so->event_query || !so->event_synchronize)) return GRT_ERR_INVALID_ARG;
   return GRT_OK;
@@ -60,6 +61,7 @@ grt_status grt_alloc_create(const char *policy, grt_device *dev, const grt_alloc
     return st;
   }
   pthread_mutex_init(&a->lock, NULL);
+  pthread_mutex_init(&a->err_lock, NULL);
   *out = a;
   return GRT_OK;
 }
@@ -68,6 +70,7 @@ grt_status grt_alloc_destroy(grt_allocator *a) {
   if (!a) return GRT_OK;
   a->ops->destroy(a);
   pthread_mutex_destroy(&a->lock);
+  pthread_mutex_destroy(&a->err_lock);
   free(a);
   return GRT_OK;
 }
@@ -76,6 +79,7 @@ grt_status grt_alloc_destroy(grt_allocator *a) {
  * without having written a message of its own. */
 #define LOCKED_CALL(a, expr)                                                    \
   do {                                                                          \
+    if ((a)->ops->concurrent) return (expr); /* the policy locks and reports */ \
     pthread_mutex_lock(&(a)->lock);                                             \
     (a)->last_error[0] = 0;                                                     \
     grt_status st_ = (expr);                                                    \
@@ -135,7 +139,7 @@ grt_status grt_alloc_get_stats(grt_allocator *a, grt_alloc_stats *out) {
   if (!a || !out) return GRT_ERR_INVALID_ARG;
   pthread_mutex_lock(&a->lock);
   *out = a->stats;
-  a->ops->stats(a, out);
+  a->ops->stats(a, out); /* concurrent policies fill every field from their parts */
   out->cached_bytes = (uint64_t)(out->reserved_bytes[GRT_STAT_ALL].current - out->allocated_bytes[GRT_STAT_ALL].current);
   pthread_mutex_unlock(&a->lock);
   return GRT_OK;
@@ -143,6 +147,7 @@ grt_status grt_alloc_get_stats(grt_allocator *a, grt_alloc_stats *out) {
 
 grt_status grt_alloc_reset_peak_stats(grt_allocator *a) {
   if (!a) return GRT_ERR_INVALID_ARG;
+  if (a->ops->reset_peaks) return a->ops->reset_peaks(a);
   pthread_mutex_lock(&a->lock);
   grt__stats_reset_peaks(&a->stats);
   pthread_mutex_unlock(&a->lock);

@@ -14,6 +14,7 @@
 
 typedef struct grt__alloc_ops {
   const char *name;
+  int concurrent; /* 1: the policy locks internally; allocator.c takes no mutex around its ops */
   grt_status (*create)(grt_allocator *a);
   void (*destroy)(grt_allocator *a);
   grt_status (*malloc)(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out);
@@ -28,6 +29,7 @@ typedef struct grt__alloc_ops {
   /* Optional (NULL: GRT_ERR_UNSUPPORTED): rebuilding a recorded state. */
   grt_status (*import_segment)(grt_allocator *a, grt_devptr base, uint64_t size, grt_stream_id stream, int is_large);
   grt_status (*import_block)(grt_allocator *a, grt_devptr addr, uint64_t size, uint64_t requested);
+  grt_status (*reset_peaks)(grt_allocator *a); /* optional: policies whose stats live elsewhere */
 } grt__alloc_ops;
 
 struct grt_allocator {
@@ -36,7 +38,8 @@ struct grt_allocator {
   grt_device *dev;
   grt_alloc_config cfg;
   grt_alloc_stats stats; /* PyTorch's counters, kept by the policy */
-  char last_error[512];
+  char last_error[512]; /* concurrent policies: written under err_lock, on failures only */
+  pthread_mutex_t err_lock;
   void *impl;
 };
 
@@ -47,6 +50,7 @@ extern const grt__alloc_ops grt__bump_ops;
 extern const grt__alloc_ops grt__buddy_ops;
 extern const grt__alloc_ops grt__slab_ops;
 extern const grt__alloc_ops grt__async_ops;
+extern const grt__alloc_ops grt__sharded_ops;
 
 /* Writes a printf-style message into a->last_error. */
 void grt__alloc_set_error(grt_allocator *a, const char *fmt, ...)

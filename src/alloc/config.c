@@ -136,6 +136,10 @@ static grt_status parse_pair(parser *ps, grt_alloc_config *c) {
       c->cross_stream = GRT_CROSS_STREAM_WITH_EVENT;
     else
       return fail(ps, "cross_stream: '%s' is not never/with_event", v);
+  } else if (!strcmp(key, "shards")) {
+    uint64_t n;
+    if (!parse_u64(v, &n) || n < 1 || n > 64) return fail(ps, "shards: '%s' is not a count in 1..64", v);
+    c->shards = (unsigned)n;
   } else if (!strcmp(key, "fit")) {
     if (!strcmp(v, "best"))
       c->fit = GRT_FIT_BEST;

@@ -1,0 +1,272 @@
+/* sharded.c — the "sharded" policy: N caching allocators, one per stream shard.
+ *
+ * PyTorch's allocator holds one mutex per device, so host threads feeding
+ * different streams serialize on it. Cached blocks never cross streams in
+ * PyTorch's policy, so streams can be split across independent caching
+ * allocators (shards) without changing any decision a single stream sees:
+ * a stream always lands on the same shard. Only the OOM path differs: a
+ * shard releases its own cache, not the other shards'.
+ *
+ * free() does not know the stream, so a striped map (64 stripes, each with its
+ * own mutex) remembers which shard owns each live pointer. Lock order: stripe,
+ * then shard (malloc takes the shard alone, then the stripe alone), so frees
+ * and mallocs never wait on each other in a cycle; the stripe entry is removed
+ * while its lock is held across the shard free, so a pointer handed out again
+ * by the shard cannot be claimed by the old entry.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/allocator_impl.h"
+#include "base/u64map.h"
+
+#define STRIPES 64
+
+typedef struct stripe {
+  pthread_mutex_t lock;
+  grt__u64map owner; /* ptr -> shard index + 1 */
+} stripe;
+
+typedef struct sharded {
+  unsigned n;
+  grt_allocator **shard;
+  stripe stripes[STRIPES];
+} sharded;
+
+static unsigned mix(uint64_t x, unsigned n) {
+  x ^= x >> 31;
+  x *= 0x7fb5d329728ea185ULL;
+  x ^= x >> 27;
+  return (unsigned)(x % n);
+}
+
+static stripe *stripe_of(sharded *s, grt_devptr p) { return &s->stripes[mix(p >> 9, STRIPES)]; }
+
+static void sharded_destroy(grt_allocator *a) {
+  sharded *s = a->impl;
+  for (unsigned i = 0; i < s->n; i++) grt_alloc_destroy(s->shard[i]);
+  for (int i = 0; i < STRIPES; i++) {
+    pthread_mutex_destroy(&s->stripes[i].lock);
+    grt__u64map_free(&s->stripes[i].owner);
+  }
+  free(s->shard);
+  free(s);
+}
+
+static grt_status sharded_create(grt_allocator *a) {
+  sharded *s = calloc(1, sizeof *s);
+  if (!s) return GRT_ERR_NOMEM;
+  s->n = a->cfg.shards ? a->cfg.shards : 2;
+  s->shard = calloc(s->n, sizeof *s->shard);
+  for (int i = 0; i < STRIPES; i++) {
+    pthread_mutex_init(&s->stripes[i].lock, NULL);
+    grt__u64map_init(&s->stripes[i].owner);
+  }
+  a->impl = s;
+  if (!s->shard) {
+    sharded_destroy(a);
+    return GRT_ERR_NOMEM;
+  }
+  grt_alloc_config cfg = a->cfg;
+  cfg.shards = 0;
+  for (unsigned i = 0; i < s->n; i++) {
+    grt_status st = grt_alloc_create("caching", a->dev, &cfg, &s->shard[i]);
+    if (st) {
+      sharded_destroy(a);
+      return st;
+    }
+  }
+  return GRT_OK;
+}
+
+/* Copies a shard's message into the sharded allocator's (failures only). */
+static grt_status report(grt_allocator *a, grt_allocator *from, grt_status st) {
+  if (st) {
+    pthread_mutex_lock(&a->err_lock);
+    snprintf(a->last_error, sizeof a->last_error, "%s", grt_alloc_last_error(from));
+    pthread_mutex_unlock(&a->err_lock);
+  }
+  return st;
+}
+
+static grt_status sharded_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out) {
+  sharded *s = a->impl;
+  unsigned i = mix(stream, s->n);
+  grt_status st = grt_alloc_malloc(s->shard[i], size, stream, out);
+  if (st) return report(a, s->shard[i], st);
+  stripe *sp = stripe_of(s, *out);
+  pthread_mutex_lock(&sp->lock);
+  int ok = grt__u64map_put(&sp->owner, *out, (void *)(uintptr_t)(i + 1));
+  pthread_mutex_unlock(&sp->lock);
+  if (!ok) {
+    grt_alloc_free(s->shard[i], *out);
+    return GRT_ERR_NOMEM;
+  }
+  return GRT_OK;
+}
+
+/* Not a live pointer of any shard: the first shard that recognizes it classifies it. */
+static grt_status classify(grt_allocator *a, grt_devptr ptr) {
+  sharded *s = a->impl;
+  uint64_t size, req;
+  for (unsigned i = 0; i < s->n; i++) {
+    grt_status st = grt_alloc_block_info(s->shard[i], ptr, &size, &req);
+    if (st != GRT_ERR_UNKNOWN_POINTER) return report(a, s->shard[i], st == GRT_OK ? GRT_ERR_INTERNAL : st);
+  }
+  return report(a, s->shard[0], GRT_ERR_UNKNOWN_POINTER);
+}
+
+/* Runs fn on the owning shard with the stripe held; remove drops the entry on success. */
+static grt_status on_owner(grt_allocator *a, grt_devptr ptr, int remove,
+                           grt_status (*fn)(grt_allocator *, grt_devptr, void *), void *arg) {
+  sharded *s = a->impl;
+  stripe *sp = stripe_of(s, ptr);
+  pthread_mutex_lock(&sp->lock);
+  uintptr_t owner = (uintptr_t)grt__u64map_get(&sp->owner, ptr);
+  grt_status st = GRT_ERR_NOT_FOUND;
+  if (owner) {
+    st = report(a, s->shard[owner - 1], fn(s->shard[owner - 1], ptr, arg));
+    if (st == GRT_OK && remove) grt__u64map_del(&sp->owner, ptr);
+  }
+  pthread_mutex_unlock(&sp->lock);
+  return owner ? st : classify(a, ptr);
+}
+
+static grt_status do_free(grt_allocator *shard, grt_devptr ptr, void *arg) {
+  (void)arg;
+  return grt_alloc_free(shard, ptr);
+}
+static grt_status do_record(grt_allocator *shard, grt_devptr ptr, void *arg) {
+  return grt_alloc_record_stream(shard, ptr, *(grt_stream_id *)arg);
+}
+static grt_status do_info(grt_allocator *shard, grt_devptr ptr, void *arg) {
+  uint64_t *out = arg;
+  return grt_alloc_block_info(shard, ptr, &out[0], &out[1]);
+}
+
+static grt_status sharded_free(grt_allocator *a, grt_devptr ptr) { return on_owner(a, ptr, 1, do_free, NULL); }
+
+static grt_status sharded_record_stream(grt_allocator *a, grt_devptr ptr, grt_stream_id stream) {
+  return on_owner(a, ptr, 0, do_record, &stream);
+}
+
+static grt_status sharded_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size, uint64_t *requested) {
+  uint64_t out[2];
+  grt_status st = on_owner(a, ptr, 0, do_info, out);
+  if (st == GRT_OK) *size = out[0], *requested = out[1];
+  return st;
+}
+
+static grt_status sharded_empty_cache(grt_allocator *a) {
+  sharded *s = a->impl;
+  for (unsigned i = 0; i < s->n; i++) grt_alloc_empty_cache(s->shard[i]);
+  return GRT_OK;
+}
+
+static void add_stat(grt_stat *dst, const grt_stat *src, int n) {
+  for (int i = 0; i < n; i++) {
+    dst[i].current += src[i].current;
+    dst[i].peak += src[i].peak; /* an upper bound: shards peak at different moments */
+    dst[i].allocated += src[i].allocated;
+    dst[i].freed += src[i].freed;
+  }
+}
+
+static void sharded_stats(grt_allocator *a, grt_alloc_stats *out) {
+  sharded *s = a->impl;
+  grt_alloc_stats sum;
+  memset(&sum, 0, sizeof sum);
+  for (unsigned i = 0; i < s->n; i++) {
+    grt_alloc_stats t;
+    grt_alloc_get_stats(s->shard[i], &t);
+#define ARR(f) add_stat(sum.f, t.f, GRT_STAT_TYPES)
+    ARR(allocation), ARR(segment), ARR(active), ARR(inactive_split), ARR(allocated_bytes);
+    ARR(reserved_bytes), ARR(active_bytes), ARR(inactive_split_bytes), ARR(requested_bytes);
+#undef ARR
+    add_stat(&sum.oversize_allocations, &t.oversize_allocations, 1);
+    add_stat(&sum.oversize_segments, &t.oversize_segments, 1);
+    sum.num_alloc_retries += t.num_alloc_retries;
+    sum.num_ooms += t.num_ooms;
+    sum.num_sync_all_streams += t.num_sync_all_streams;
+    sum.num_device_alloc += t.num_device_alloc;
+    sum.num_device_free += t.num_device_free;
+    sum.num_cache_hits += t.num_cache_hits;
+    sum.cross_stream_syncs += t.cross_stream_syncs;
+    sum.pending_free_blocks += t.pending_free_blocks;
+    if (t.largest_free_block > sum.largest_free_block) sum.largest_free_block = t.largest_free_block;
+    sum.max_split_size = t.max_split_size;
+  }
+  *out = sum;
+}
+
+static grt_status sharded_reset_peaks(grt_allocator *a) {
+  sharded *s = a->impl;
+  for (unsigned i = 0; i < s->n; i++) grt_alloc_reset_peak_stats(s->shard[i]);
+  return GRT_OK;
+}
+
+static int cmp_seg(const void *x, const void *y) {
+  const grt_snapshot_segment *p = x, *q = y;
+  return p->address < q->address ? -1 : p->address > q->address;
+}
+
+static grt_status sharded_snapshot(grt_allocator *a, grt_alloc_snapshot *out) {
+  sharded *s = a->impl;
+  for (unsigned i = 0; i < s->n; i++) {
+    grt_alloc_snapshot *part;
+    grt_status st = grt_alloc_snapshot_take(s->shard[i], &part);
+    if (st) return st;
+    grt_snapshot_segment *segs = realloc(out->segments, (out->n_segments + part->n_segments + 1) * sizeof *segs);
+    if (!segs) {
+      grt_alloc_snapshot_free(part);
+      return GRT_ERR_NOMEM;
+    }
+    out->segments = segs;
+    memcpy(segs + out->n_segments, part->segments, part->n_segments * sizeof *segs);
+    out->n_segments += part->n_segments;
+    free(part->segments); /* the blocks moved to out */
+    free(part);
+  }
+  qsort(out->segments, out->n_segments, sizeof *out->segments, cmp_seg);
+  return GRT_OK;
+}
+
+static grt_status sharded_check(grt_allocator *a, char *msg, size_t msg_size) {
+  sharded *s = a->impl;
+  int64_t live = 0;
+  for (unsigned i = 0; i < s->n; i++) {
+    grt_status st = grt_alloc_check(s->shard[i], msg, msg_size);
+    if (st) return st;
+    grt_alloc_stats t;
+    grt_alloc_get_stats(s->shard[i], &t);
+    live += t.allocation[GRT_STAT_ALL].current;
+  }
+  size_t owned = 0;
+  for (int i = 0; i < STRIPES; i++) {
+    pthread_mutex_lock(&s->stripes[i].lock);
+    owned += s->stripes[i].owner.count;
+    pthread_mutex_unlock(&s->stripes[i].lock);
+  }
+  if ((int64_t)owned != live) {
+    snprintf(msg, msg_size, "sharded: %zu owner entries but %lld live allocations", owned, (long long)live);
+    return GRT_ERR_INTERNAL;
+  }
+  return GRT_OK;
+}
+
+const grt__alloc_ops grt__sharded_ops = {
+    .name = "sharded",
+    .concurrent = 1,
+    .create = sharded_create,
+    .destroy = sharded_destroy,
+    .malloc = sharded_malloc,
+    .free = sharded_free,
+    .record_stream = sharded_record_stream,
+    .empty_cache = sharded_empty_cache,
+    .block_info = sharded_block_info,
+    .stats = sharded_stats,
+    .snapshot = sharded_snapshot,
+    .check = sharded_check,
+    .reset_peaks = sharded_reset_peaks,
+};
