@@ -85,7 +85,8 @@ typedef struct grt_alloc_config {
   grt_fit_policy fit;               /* GRT_FIT_BEST (PyTorch) or GRT_FIT_FIRST */
   int no_merge_on_free;             /* 1: freed blocks do not coalesce with free neighbours */
   unsigned empty_cache_idle_cycles; /* 0: empty_cache frees every free segment (PyTorch); N: only
-                                       segments free for at least N empty_cache calls ("cycles") */
+                                       segments that stayed free through N earlier empty_cache
+                                       calls ("cycles") */
   unsigned shards;                  /* policy "sharded": caching allocators, one per stream shard
                                        (0 = 2); other policies ignore it */
 } grt_alloc_config;

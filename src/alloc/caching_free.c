@@ -333,8 +333,9 @@ grt_status grt__caching_record_stream(grt_allocator *a, grt_devptr ptr, grt_stre
 
 grt_status grt__caching_empty_cache(grt_allocator *a) {
   caching *c = a->impl;
+  /* idle = empty_cache calls a free segment has sat through unused, this one not counted */
+  grt__caching_release_cached(a, a->cfg.empty_cache_idle_cycles);
   c->small.cycle++;
   c->large.cycle++;
-  grt__caching_release_cached(a, a->cfg.empty_cache_idle_cycles);
   return GRT_OK;
 }

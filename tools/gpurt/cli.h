@@ -23,5 +23,6 @@ int grt_cmd_serve_demo(int argc, char **argv);
 
 /* Demos (tools/gpurt/demo_*.c). */
 int grt_demo_frag(int argc, char **argv);
+int grt_demo_emptycache(int argc, char **argv);
 
 #endif
