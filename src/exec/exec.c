@@ -165,11 +165,6 @@ static bool all_done(grt_exec *exec, void *ctx) {
   return exec->pending_ops == 0;
 }
 
-static bool nothing_running(grt_exec *exec, void *ctx) {
-  (void)ctx;
-  return exec->running == 0;
-}
-
 static void free_objects(grt_exec *exec) {
   for (grt_stream *s = exec->streams, *n; s; s = n) {
     n = s->all_next;
@@ -214,7 +209,7 @@ grt_status grt_exec_destroy(grt_exec *exec) {
   }
   /* Pending work completes first; after a sticky error only running bodies remain. */
   if (!exec->error) grt__wait(exec, all_done, NULL, false, false);
-  if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__wait(exec, nothing_running, NULL, false, false);
+  if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__wait_idle(exec);
   pthread_mutex_unlock(&exec->lock);
   if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__threads_stop(exec);
   else grt__virtual_free(exec);

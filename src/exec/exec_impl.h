@@ -255,6 +255,7 @@ static inline uint64_t grt__done(const grt_stream *s) {
 /* Waiting: cond(ctx) under the lock. Returns GRT_OK when it holds, else an error. */
 typedef bool (*grt__cond_fn)(grt_exec *exec, void *ctx);
 grt_status grt__wait(grt_exec *exec, grt__cond_fn cond, void *ctx, bool spin, bool host_func_wait);
+void grt__wait_idle(grt_exec *exec); /* threads: until no body runs */
 
 /* sched_threads.c */
 grt_status grt__threads_start(grt_exec *exec);

@@ -272,8 +272,19 @@ bool grt__quiescent(grt_exec *exec) {
   return !exec->eval_head;
 }
 
+void grt__wait_idle(grt_exec *exec) {
+  while (exec->running) {
+    exec->host_waiters++;
+    pthread_cond_wait(&exec->done_cv, &exec->lock);
+    exec->host_waiters--;
+  }
+}
+
 grt_status grt__wait(grt_exec *exec, grt__cond_fn cond, void *ctx, bool spin, bool host_func_wait) {
-  (void)host_func_wait;
   if (exec->cfg.clock == GRT_CLOCK_VIRTUAL) return grt__virtual_wait(exec, cond, ctx);
-  return grt__threads_wait(exec, cond, ctx, spin);
+  grt_status st = grt__threads_wait(exec, cond, ctx, spin);
+  /* After a sticky error a host thread returns once the bodies still running
+   * (woken host functions) are done, so it can tear down what they use. */
+  if (st && !host_func_wait) grt__wait_idle(exec);
+  return st;
 }

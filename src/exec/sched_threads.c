@@ -111,8 +111,8 @@ done:
 grt_status grt__threads_wait(grt_exec *exec, grt__cond_fn cond, void *ctx, bool spin) {
   uint64_t spin_left = spin ? exec->cfg.spin_ns : 0;
   for (;;) {
+    if (exec->error) return exec->error; /* sticky: it wins even over a met condition */
     if (cond(exec, ctx)) return GRT_OK;
-    if (exec->error) return exec->error;
     if (grt__quiescent(exec) && exec->detect_gen != exec->state_gen) {
       if (grt__detect_deadlock(exec)) return exec->error;
       exec->detect_gen = exec->state_gen;

@@ -128,8 +128,8 @@ grt_status grt__virtual_wait(grt_exec *exec, grt__cond_fn cond, void *ctx) {
   become_driver(exec, &outer);
   grt_status st = GRT_OK;
   for (;;) {
+    if ((st = exec->error)) break; /* sticky: it wins even over a met condition */
     if (cond(exec, ctx)) break;
-    if ((st = exec->error)) break;
     dispatch(exec);
     if (cond(exec, ctx)) break;
     if ((st = exec->error)) break;
