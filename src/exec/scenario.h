@@ -32,7 +32,7 @@ typedef struct grt__pipe_params {
 typedef struct grt__pipe_result {
   uint64_t elapsed_ns;   /* first op start to last op end, from events */
   uint64_t predicted_ns; /* what the DAG predicts (SERIAL and STREAMS only; 0 otherwise) */
-  int output_ok;         /* every output byte equals f(input byte) */
+  int output_ok;         /* every output byte equals input XOR 0x5a */
 } grt__pipe_result;
 
 grt_status grt__scn_pipeline(grt_exec *exec, const grt__pipe_params *p, grt__pipe_layout layout,

@@ -14,4 +14,7 @@ int grt_cli_wants_help(int argc, char **argv);
 
 int grt_cmd_demo(int argc, char **argv);
 
+/* Demos (demo_*.c), listed in cmd_demo.c; argv[0] is the demo's name. */
+int grt_demo_streams(int argc, char **argv);
+
 #endif

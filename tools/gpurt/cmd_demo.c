@@ -11,6 +11,7 @@ typedef struct demo {
 } demo;
 
 static const demo demos[] = {
+    {"streams", "stream/event scenarios: overlap, false serialization, lifetime, deadlock", grt_demo_streams},
     {NULL, NULL, NULL},
 };
 
