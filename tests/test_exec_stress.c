@@ -20,14 +20,14 @@ typedef struct op_rec {
   int preds[MAX_PREDS];
   int n_preds;
   uint64_t stamp;
-  int cell;
+  unsigned cell;
 } op_rec;
 
 typedef struct dag {
   op_rec ops[MAX_OPS];
   int n;
   _Atomic uint64_t clock;
-  int sum; /* written only by bodies: each reads preds' cells */
+
 } dag;
 
 typedef struct body_arg {
@@ -38,7 +38,7 @@ typedef struct body_arg {
 static void body(void *p) {
   body_arg *a = p;
   op_rec *o = &a->d->ops[a->id];
-  int s = 0;
+  unsigned s = 0;
   for (int i = 0; i < o->n_preds; i++) s += a->d->ops[o->preds[i]].cell; /* plain reads */
   o->cell = s + 1;                                                       /* plain write */
   o->stamp = atomic_fetch_add(&a->d->clock, 1) + 1;
