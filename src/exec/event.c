@@ -89,7 +89,6 @@ grt_status grt_event_record(grt_event *ev, grt_stream *s) {
   ev->stream = s;
   op->u.rec.event = ev;
   op->u.rec.gen = ev->gen;
-  snprintf(op->name, sizeof op->name, "record %s", ev->name);
   ev->seq = s->issued_seq + 1; /* what submit will assign */
   ev->src_uid = exec->next_uid + 1;
   st = grt__submit(op);

@@ -168,11 +168,8 @@ static bool all_done(grt_exec *exec, void *ctx) {
 static void free_objects(grt_exec *exec) {
   for (grt_stream *s = exec->streams, *n; s; s = n) {
     n = s->all_next;
-    for (grt__op *op = s->head, *o2; op; op = o2) {
-      o2 = op->next;
+    for (grt__op *op = s->head; op; op = op->next)
       if (op->deps != &op->inline_dep) free(op->deps);
-      free(op);
-    }
     free(s);
   }
   for (grt_event *e = exec->events, *n; e; e = n) {
@@ -183,9 +180,9 @@ static void free_objects(grt_exec *exec) {
     n = u->all_next;
     free(u);
   }
-  for (grt__op *op = exec->free_ops, *n; op; op = n) {
-    n = op->next;
-    free(op);
+  for (grt__op_slab *sl = exec->slabs, *n; sl; sl = n) {
+    n = sl->next;
+    free(sl);
   }
 }
 

@@ -75,7 +75,7 @@ struct grt__op {
   uint32_t ndeps, next_dep; /* deps[next_dep..ndeps) may still be unsatisfied */
   grt__dep *deps;           /* inline_dep or heap */
   grt__dep inline_dep;
-  uint64_t duration_ns, issue_ns, start_ns, end_ns, order_key;
+  uint64_t duration_ns, start_ns, end_ns, order_key;
   unsigned slot; /* engine slot it ran on */
   union {
     struct { grt_host_fn fn; void *arg; } call; /* kernel, host function */
@@ -85,7 +85,7 @@ struct grt__op {
   } u;
   grt_user_event *wait_uev; /* a blocked host function: what it waits on */
   uint64_t wait_value;
-  char name[GRT__OP_NAME_MAX];
+  char name[GRT__OP_NAME_MAX]; /* user-given kernel name; empty: derived from kind and object */
 };
 
 struct grt_stream {
@@ -138,6 +138,7 @@ struct grt_user_event {
 
 typedef struct grt__engine {
   unsigned slots, busy, blocked; /* blocked: busy slots held by blocked host functions */
+  unsigned kicks_pending;        /* ready ops pushed while deferring (threads) */
   grt__op *rq_head, *rq_tail;    /* ready queue */
   uint64_t slot_mask;            /* virtual: which slots are busy (timeline) */
   pthread_cond_t cv;             /* threads: idle workers wait here */
@@ -184,6 +185,9 @@ struct grt_exec {
   uint64_t next_stream_id, next_uid, next_order;
 
   grt__op *free_ops;
+  struct grt__op_slab *slabs; /* ops are carved from slabs, freed with the exec */
+  bool deferring;             /* a worker holds the lock around a completion: kicks and wake-ups wait */
+  bool notify_pending;        /* host threads to wake once the lock is released */
   grt__engine engines[GRT_ENGINE_COUNT];
   uint64_t pending_ops; /* issued, not completed */
   unsigned running, blocked_running;
@@ -218,6 +222,12 @@ struct grt_exec {
   size_t flows_n, flows_cap;
 };
 
+#define GRT__SLAB_OPS 64
+typedef struct grt__op_slab {
+  struct grt__op_slab *next;
+  grt__op ops[GRT__SLAB_OPS];
+} grt__op_slab;
+
 /* exec.c */
 uint64_t grt__mono_ns(void);
 uint64_t grt__exec_now(grt_exec *exec); /* lock held */
@@ -244,6 +254,7 @@ void grt__sched_start(grt_exec *exec, grt__op *op, unsigned slot, uint64_t now);
 void grt__sched_complete(grt_exec *exec, grt__op *op, uint64_t now);
 grt_status grt__run_body(grt_exec *exec, grt__op *op); /* lock NOT held */
 void grt__wake_uev(grt_exec *exec, grt_user_event *u);
+void grt__notify_hosts(grt_exec *exec); /* wakes host threads in waits (deferred while a worker completes) */
 void grt__cancel_all(grt_exec *exec);
 bool grt__quiescent(grt_exec *exec);
 /* Query helper for streams and events (stream.c): GRT_OK, NOT_READY or the sticky error. */

@@ -14,8 +14,18 @@
 
 grt__op *grt__op_alloc(grt_exec *exec, grt_stream *s, uint8_t kind) {
   grt__op *op = exec->free_ops;
-  if (op) exec->free_ops = op->next;
-  else if (!(op = malloc(sizeof *op))) return NULL;
+  if (!op) { /* one malloc per 64 ops keeps the issue path cheap */
+    grt__op_slab *slab = malloc(sizeof *slab);
+    if (!slab) return NULL;
+    slab->next = exec->slabs;
+    exec->slabs = slab;
+    for (int i = GRT__SLAB_OPS - 1; i >= 0; i--) {
+      slab->ops[i].next = exec->free_ops;
+      exec->free_ops = &slab->ops[i];
+    }
+    op = exec->free_ops;
+  }
+  exec->free_ops = op->next;
   memset(op, 0, offsetof(grt__op, u)); /* the union and tail are set by the issuer */
   op->wait_uev = NULL;
   op->name[0] = '\0';
@@ -92,7 +102,6 @@ grt_status grt__submit_ex(grt__op *op, uint64_t *seq_out, uint64_t *uid_out) {
   if (s != exec->legacy && !(s->flags & GRT_STREAM_NON_BLOCKING)) s->legacy_seen = exec->legacy->issued_seq;
   op->seq = ++s->issued_seq;
   op->uid = ++exec->next_uid;
-  op->issue_ns = grt__exec_now(exec);
   if (seq_out) *seq_out = op->seq;
   if (uid_out) *uid_out = op->uid;
   if (op->kind == GRT__OP_UEV_SIGNAL) op->u.uev.uev->pending_signals++;
@@ -145,7 +154,7 @@ grt_status grt_launch_kernel(grt_stream *s, const grt_kernel_desc *desc) {
   op->duration_ns = desc->duration_ns;
   op->u.call.fn = desc->fn;
   op->u.call.arg = desc->arg;
-  set_name(op, desc->name ? desc->name : "kernel");
+  set_name(op, desc->name);
   return finish_op(s, op);
 }
 
@@ -157,7 +166,6 @@ grt_status grt_launch_host_func(grt_stream *s, grt_host_fn fn, void *arg) {
   op->engine = GRT_ENGINE_HOST;
   op->u.call.fn = fn;
   op->u.call.arg = arg;
-  set_name(op, "host fn");
   return finish_op(s, op);
 }
 
@@ -169,7 +177,7 @@ static grt_status check_range(grt_stream *s, grt_devptr p, uint64_t n) {
 }
 
 static grt_status mem_op(grt_stream *s, uint8_t kind, unsigned engine, grt_devptr dev, grt_devptr dev2, void *host,
-                         int value, uint64_t bytes, const char *name) {
+                         int value, uint64_t bytes) {
   grt_status st = grt__stream_check(s);
   if (st) return st;
   if ((kind == GRT__OP_H2D || kind == GRT__OP_D2H) && !host) return GRT_ERR_INVALID_ARG;
@@ -185,22 +193,21 @@ static grt_status mem_op(grt_stream *s, uint8_t kind, unsigned engine, grt_devpt
   op->u.mem.host = host;
   op->u.mem.value = value;
   op->u.mem.bytes = bytes;
-  set_name(op, name);
   return finish_op(s, op);
 }
 
 grt_status grt_memcpy_h2d_async(grt_stream *s, grt_devptr dst, const void *src, uint64_t bytes) {
-  return mem_op(s, GRT__OP_H2D, GRT_ENGINE_COPY_H2D, dst, 0, (void *)(uintptr_t)src, 0, bytes, "memcpy H2D");
+  return mem_op(s, GRT__OP_H2D, GRT_ENGINE_COPY_H2D, dst, 0, (void *)(uintptr_t)src, 0, bytes);
 }
 
 grt_status grt_memcpy_d2h_async(grt_stream *s, void *dst, grt_devptr src, uint64_t bytes) {
-  return mem_op(s, GRT__OP_D2H, GRT_ENGINE_COPY_D2H, src, 0, dst, 0, bytes, "memcpy D2H");
+  return mem_op(s, GRT__OP_D2H, GRT_ENGINE_COPY_D2H, src, 0, dst, 0, bytes);
 }
 
 grt_status grt_memcpy_d2d_async(grt_stream *s, grt_devptr dst, grt_devptr src, uint64_t bytes) {
-  return mem_op(s, GRT__OP_D2D, GRT_ENGINE_COMPUTE, dst, src, NULL, 0, bytes, "memcpy D2D");
+  return mem_op(s, GRT__OP_D2D, GRT_ENGINE_COMPUTE, dst, src, NULL, 0, bytes);
 }
 
 grt_status grt_memset_async(grt_stream *s, grt_devptr dst, int value, uint64_t bytes) {
-  return mem_op(s, GRT__OP_MEMSET, GRT_ENGINE_COMPUTE, dst, 0, NULL, value, bytes, "memset");
+  return mem_op(s, GRT__OP_MEMSET, GRT_ENGINE_COMPUTE, dst, 0, NULL, value, bytes);
 }

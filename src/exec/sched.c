@@ -157,6 +157,12 @@ void grt__sched_eval(grt_exec *exec, grt_stream *s) {
   grt__sched_drain(exec);
 }
 
+void grt__notify_hosts(grt_exec *exec) {
+  if (!exec->host_waiters) return;
+  if (exec->deferring) exec->notify_pending = true; /* the worker broadcasts after unlocking */
+  else pthread_cond_broadcast(&exec->done_cv);
+}
+
 void grt__wake_uev(grt_exec *exec, grt_user_event *u) {
   for (grt_stream *w = u->waiters, *n; w; w = n) {
     n = w->wait_next;
@@ -165,7 +171,7 @@ void grt__wake_uev(grt_exec *exec, grt_user_event *u) {
   }
   u->waiters = NULL;
   exec->state_gen++;
-  if (exec->host_waiters) pthread_cond_broadcast(&exec->done_cv);
+  grt__notify_hosts(exec);
 }
 
 static void wake_stream_waiters(grt_exec *exec, grt_stream *s, uint64_t done) {
@@ -204,8 +210,8 @@ void grt__sched_complete(grt_exec *exec, grt__op *op, uint64_t now) {
   wake_stream_waiters(exec, s, done);
   push_eval(exec, s);
   grt__op_free(exec, op);
-  if (exec->host_waiters) pthread_cond_broadcast(&exec->done_cv);
-  grt__sched_drain(exec);
+  grt__sched_drain(exec); /* dispatch what became ready before waking anyone */
+  grt__notify_hosts(exec);
 }
 
 static grt_status host_range(grt_exec *exec, grt_devptr p, uint64_t n, void **out) {

@@ -23,14 +23,42 @@ static void sleep_until(uint64_t abs_mono_ns) {
   }
 }
 
+/* Wake-ups a completion deferred (lock held): how many idle workers per
+ * engine to signal, and whether to wake host threads. */
+typedef struct deferred {
+  unsigned kicks[GRT_ENGINE_COUNT];
+  bool notify;
+} deferred;
+
+static void take_deferred(grt_exec *exec, deferred *d) {
+  for (int i = 0; i < GRT_ENGINE_COUNT; i++) {
+    grt__engine *en = &exec->engines[i];
+    d->kicks[i] = en->kicks_pending < en->idle ? en->kicks_pending : en->idle;
+    en->kicks_pending = 0;
+  }
+  d->notify = exec->notify_pending;
+  exec->notify_pending = false;
+}
+
+/* Signalling after the unlock is safe: waiters re-check under the lock. */
+static void send_deferred(grt_exec *exec, const deferred *d) {
+  for (int i = 0; i < GRT_ENGINE_COUNT; i++)
+    for (unsigned k = 0; k < d->kicks[i]; k++) pthread_cond_signal(&exec->engines[i].cv);
+  if (d->notify) pthread_cond_broadcast(&exec->done_cv);
+}
+
 static void *worker_main(void *arg) {
   grt__worker *w = arg;
   grt_exec *exec = w->exec;
   grt__engine *e = &exec->engines[w->engine];
+  grt__op *op = NULL;
   pthread_mutex_lock(&exec->lock);
   while (!exec->stop) {
-    grt__op *op = grt__engine_pop(exec, w->engine);
+    if (!op) op = grt__engine_pop(exec, w->engine);
     if (!op) {
+      deferred d;
+      take_deferred(exec, &d);
+      send_deferred(exec, &d);
       e->idle++;
       pthread_cond_wait(&e->cv, &exec->lock);
       e->idle--;
@@ -39,9 +67,18 @@ static void *worker_main(void *arg) {
     uint64_t start = grt__exec_now(exec);
     grt__sched_start(exec, op, w->slot, start);
     w->current = op;
+    deferred d;
+    take_deferred(exec, &d);
     pthread_mutex_unlock(&exec->lock);
+    /* Idle workers first; host threads after a zero-length body (the op
+     * handed off to us starts without waiting for a syscall) or before a sleep. */
+    bool notify = d.notify;
+    d.notify = false;
+    send_deferred(exec, &d);
+    if (notify && op->duration_ns) pthread_cond_broadcast(&exec->done_cv);
     if (op->duration_ns) sleep_until(exec->t0_ns + start + op->duration_ns);
     grt_status st = grt__run_body(exec, op);
+    if (notify && !op->duration_ns) pthread_cond_broadcast(&exec->done_cv);
     pthread_mutex_lock(&exec->lock);
     w->current = NULL;
     if (st) {
@@ -50,8 +87,16 @@ static void *worker_main(void *arg) {
                grt_status_name(st));
       grt__set_error(exec, st, msg);
     }
+    exec->deferring = true;
     grt__sched_complete(exec, op, grt__exec_now(exec));
+    exec->deferring = false;
+    /* Hand-off: take the next op of this engine ourselves, without waking anyone. */
+    op = grt__engine_pop(exec, w->engine);
+    if (op && e->kicks_pending) e->kicks_pending--;
   }
+  deferred d;
+  take_deferred(exec, &d);
+  send_deferred(exec, &d);
   pthread_mutex_unlock(&exec->lock);
   return NULL;
 }
@@ -91,7 +136,8 @@ void grt__threads_stop(grt_exec *exec) {
 
 void grt__threads_kick(grt_exec *exec, unsigned engine) {
   grt__engine *e = &exec->engines[engine];
-  if (e->idle) pthread_cond_signal(&e->cv);
+  if (exec->deferring) e->kicks_pending++;
+  else if (e->idle) pthread_cond_signal(&e->cv);
 }
 
 /* Spins (no lock) until a completion happens or the budget runs out. */

@@ -165,7 +165,6 @@ grt_status grt_stream_wait_event(grt_stream *s, grt_event *ev) {
       if (op) grt__op_free(exec, op);
       st = GRT_ERR_NOMEM;
     } else {
-      snprintf(op->name, sizeof op->name, "wait %s", ev->name);
       st = grt__submit(op);
     }
   }

@@ -148,7 +148,6 @@ static grt_status uev_op(grt_stream *s, grt_user_event *u, uint64_t v, uint8_t k
   if (op) {
     op->u.uev.uev = u;
     op->u.uev.value = v;
-    snprintf(op->name, sizeof op->name, "%s %s", kind == GRT__OP_UEV_SIGNAL ? "signal" : "wait", u->name);
     st = grt__submit(op);
   }
   pthread_mutex_unlock(&exec->lock);
