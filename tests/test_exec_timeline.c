@@ -141,7 +141,10 @@ static void test_pipeline_timeline(void **state) {
   assert_non_null(strstr(json, "copy D2H [0]"));
   assert_int_equal(count(json, "\"name\":\"xform\""), 4 * 2); /* on its stream and its engine track */
   assert_int_equal(count(json, "\"ph\":\"s\""), count(json, "\"ph\":\"f\""));
-  assert_true(count(json, "\"ph\":\"s\"") >= 2 * 4); /* every chunk crosses two streams */
+  /* Virtual time stands still while the host issues, so every cross-stream
+   * wait finds its event pending: two arrows per chunk. Under threads a wait
+   * on an event already complete adds no edge (how many: timing). */
+  if (clock_of(state) == GRT_CLOCK_VIRTUAL) assert_true(count(json, "\"ph\":\"s\"") >= 2 * 4);
   free(json);
   assert_int_equal(grt_exec_timeline_clear(exec), GRT_OK);
   assert_int_equal(grt_exec_timeline_count(exec, &n), GRT_OK);
