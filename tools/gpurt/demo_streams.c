@@ -99,7 +99,7 @@ static int s1(const char *dir) {
 
 static int s2(const char *dir) {
   printf("\nS2 false serialization: the same pipeline, compute issued to the legacy default stream\n");
-  printf("  %-8s %-40s %12s\n", "clock", "layout", "measured");
+  printf("  %-8s %-43s %12s\n", "clock", "layout", "measured");
   for (int c = 1; c >= 0; c--) {
     grt_clock_kind clock = (grt_clock_kind)c;
     grt_exec *exec = new_exec(clock, 0);
@@ -113,10 +113,10 @@ static int s2(const char *dir) {
       grt_exec_destroy(exec);
       return 0;
     }
-    printf("  %-8s %-40s %9.3f ms\n", clock_name(clock), "legacy compute + blocking copy streams", ms(leg.elapsed_ns));
-    printf("  %-8s %-40s %9.3f ms\n", clock_name(clock), "legacy compute + non-blocking copy streams",
+    printf("  %-8s %-43s %9.3f ms\n", clock_name(clock), "legacy compute + blocking copy streams", ms(leg.elapsed_ns));
+    printf("  %-8s %-43s %9.3f ms\n", clock_name(clock), "legacy compute + non-blocking copy streams",
            ms(nb.elapsed_ns));
-    printf("  %-8s %-40s %9.3f ms\n", clock_name(clock), "three non-blocking streams (S1)", ms(streams.elapsed_ns));
+    printf("  %-8s %-43s %9.3f ms\n", clock_name(clock), "three non-blocking streams (S1)", ms(streams.elapsed_ns));
     printf("  %-8s lost overlap: %.3f ms (%.0f%% slower) — the legacy stream's implicit barriers\n",
            clock_name(clock), ms(leg.elapsed_ns - nb.elapsed_ns),
            100.0 * ((double)leg.elapsed_ns / (double)nb.elapsed_ns - 1.0));
