@@ -60,16 +60,26 @@ static const grt__pipe_params pipe_params = {8, 256 * 1024, 2000000};
 
 static int s1(const char *dir) {
   int ok = 1;
-  printf("\nS1 overlap: %u chunks x 256 KiB, H2D -> compute (2 ms) -> D2H; one stream vs three joined by events\n",
+  printf("\nS1 overlap: %u chunks x 256 KiB, H2D -> compute (2 ms) -> D2H; one stream vs three joined by events\n"
+         "  (threads: best of 3 runs per layout)\n",
          pipe_params.chunks);
   printf("  %-8s %-18s %12s %16s %9s\n", "clock", "layout", "measured", "DAG predicts", "speedup");
   for (int c = 1; c >= 0; c--) {
     grt_clock_kind clock = (grt_clock_kind)c;
     grt_exec *exec = new_exec(clock, 0);
     if (!exec) return 0;
-    grt__pipe_result serial, piped;
+    grt__pipe_result serial, piped, r;
     grt_status st = grt__scn_pipeline(exec, &pipe_params, GRT__PIPE_SERIAL, &serial);
     if (!st) st = grt__scn_pipeline(exec, &pipe_params, GRT__PIPE_STREAMS, &piped);
+    /* Threads: best of 3 per layout, as benchmarks do — a loaded 2-core box
+     * adds scheduling delays that have nothing to do with the model. */
+    for (int rep = 1; rep < 3 && !st && clock == GRT_CLOCK_THREADS; rep++) {
+      if (!(st = grt__scn_pipeline(exec, &pipe_params, GRT__PIPE_SERIAL, &r)) && r.elapsed_ns < serial.elapsed_ns)
+        serial.elapsed_ns = r.elapsed_ns, serial.output_ok &= r.output_ok;
+      if (!st && !(st = grt__scn_pipeline(exec, &pipe_params, GRT__PIPE_STREAMS, &r)) &&
+          r.elapsed_ns < piped.elapsed_ns)
+        piped.elapsed_ns = r.elapsed_ns, piped.output_ok &= r.output_ok;
+    }
     if (st) {
       printf("  %s: %s\n", clock_name(clock), grt_status_str(st));
       grt_exec_destroy(exec);
