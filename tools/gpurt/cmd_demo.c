@@ -13,6 +13,7 @@ typedef struct demo {
 static const demo demos[] = {
     {"frag", "fragmentation: first-fit layouts, cache vs driver, utilization table", grt_demo_frag},
     {"emptycache", "empty_cache() every step: the reserved sawtooth, PyTorch vs idle-cycles", grt_demo_emptycache},
+    {"streams", "stream/event scenarios: overlap, false serialization, lifetime, deadlock", grt_demo_streams},
     {NULL, NULL, NULL},
 };
 

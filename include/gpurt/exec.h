@@ -1,0 +1,255 @@
+/* gpurt/exec.h — streams, events and an executor with CUDA's execution semantics.
+ *
+ * A grt_exec is a device context: it owns (or borrows) a grt_device whose bytes
+ * are real host memory, a set of engines (N compute slots, one H2D and one D2H
+ * copy engine, host-function slots) and the streams that feed them. Work is
+ * issued asynchronously into streams and runs on the engines under one of two
+ * clocks behind the same API:
+ *
+ *   GRT_CLOCK_THREADS  real worker threads; a modelled duration is slept.
+ *   GRT_CLOCK_VIRTUAL  a deterministic discrete-event simulation on the same
+ *                      engines; virtual time advances only while the host waits
+ *                      (synchronize calls, and a NOT_READY query steps it once);
+ *                      bodies (kernel functions, copies, host functions) run on
+ *                      the waiting thread in virtual-time order.
+ *
+ * Semantics (docs/EXEC.md; CUDA's rules):
+ *  - A stream is a FIFO; different streams are unordered unless an edge says so.
+ *  - The legacy default stream waits for all blocking streams before its work
+ *    runs, and work issued to a blocking stream afterwards waits for it.
+ *    GRT_STREAM_NON_BLOCKING streams are exempt. Per-thread default streams do
+ *    not synchronize with other streams but are blocking w.r.t. the legacy one.
+ *  - An event record snapshots the work already issued to the stream; a wait
+ *    binds to the snapshot at the time of the wait call; a never-recorded event
+ *    is complete. Plain events therefore never deadlock.
+ *  - A user event (grt_user_event) is the blocking kind: a monotonically rising
+ *    64-bit value, waited on until value >= target (cuStreamWaitValue64 / Level
+ *    Zero events). Cycles of such waits are detected when nothing can make
+ *    progress and reported as GRT_ERR_DEADLOCK naming the cycle — never a hang.
+ *    A user event with a signal queued on a stream is taken to be signalled by
+ *    that stream; one with none queued awaits the host.
+ *  - Priorities: lower number = higher priority, clamped to the range; a hint for
+ *    which ready compute work starts next, never preemption.
+ *  - An op's body takes effect at the end of its modelled interval (a kernel
+ *    function runs after its duration elapsed), so unordered accesses overlap.
+ *
+ * Errors: a deadlock (or a body failure) puts the exec in a sticky error state,
+ * like a CUDA context: queued work is cancelled, blocked waits return the error,
+ * and later calls on the exec return it (grt_exec_get_error has the message).
+ *
+ * Thread safety: every function here may be called from any thread; one mutex
+ * per exec (the exec lock) guards all scheduling state. Bodies run without it.
+ * Destroyed streams/events stay allocated as zombies until the exec is destroyed
+ * so that using them returns GRT_ERR_DESTROYED rather than touching freed memory.
+ * Kernel functions and host functions must not call blocking functions
+ * (synchronize, exec destroy): those return GRT_ERR_NOT_PERMITTED there. The one
+ * blocking call allowed inside a host function is grt_user_event_wait, which the
+ * deadlock detector sees.
+ */
+#ifndef GPURT_EXEC_H
+#define GPURT_EXEC_H
+
+#include <stdio.h>
+
+#include "gpurt/base.h"
+#include "gpurt/device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct grt_exec grt_exec;
+typedef struct grt_stream grt_stream;
+typedef struct grt_event grt_event;
+typedef struct grt_user_event grt_user_event;
+
+typedef enum grt_clock_kind {
+  GRT_CLOCK_THREADS = 0, /* real threads, durations slept */
+  GRT_CLOCK_VIRTUAL = 1  /* deterministic discrete-event simulation */
+} grt_clock_kind;
+
+typedef enum grt_engine_class {
+  GRT_ENGINE_COMPUTE = 0,  /* compute_slots concurrent ops */
+  GRT_ENGINE_COPY_H2D = 1, /* one host-to-device copy engine */
+  GRT_ENGINE_COPY_D2H = 2, /* one device-to-host copy engine */
+  GRT_ENGINE_HOST = 3,     /* host functions: host_slots at a time */
+  GRT_ENGINE_COUNT = 4
+} grt_engine_class;
+
+typedef struct grt_exec_config {
+  grt_clock_kind clock;      /* default GRT_CLOCK_THREADS */
+  grt_device *device;        /* borrowed device (must have host_backing); NULL: the exec creates one */
+  uint64_t device_capacity;  /* bytes of the device the exec creates (default 256 MiB) */
+  unsigned compute_slots;    /* concurrent compute ops, 1..64 (default 4) */
+  unsigned host_slots;       /* concurrent host functions, 1..64 (default 2) */
+  double h2d_gbps;           /* modelled H2D bandwidth, GB/s = bytes/ns (default 16) */
+  double d2h_gbps;           /* modelled D2H bandwidth, GB/s (default 16) */
+  double device_gbps;        /* modelled D2D copy / memset bandwidth, GB/s (default 500) */
+  uint64_t copy_latency_ns;  /* fixed cost added to each copy and memset, ns (default 0) */
+  int record_timeline;       /* nonzero: keep a record per op for grt_exec_timeline_* */
+  uint64_t schedule_seed;    /* virtual clock: 0 = canonical tie order; else ties broken by a seeded PRNG */
+  uint64_t spin_ns;          /* threads: a host sync spins this long before blocking (default 20000) */
+} grt_exec_config;
+
+/* Fills cfg with the defaults above. */
+GRT_API void grt_exec_config_default(grt_exec_config *cfg);
+
+/* Creates an exec (workers start at once under GRT_CLOCK_THREADS). On failure
+ * *out is NULL and nothing leaks. GRT_ERR_INVALID_ARG for a borrowed device
+ * without host backing or out-of-range slots. */
+GRT_API grt_status grt_exec_create(const grt_exec_config *cfg, grt_exec **out);
+
+/* Waits for all work, stops the workers and frees everything (zombies too),
+ * and the device when the exec created it. GRT_ERR_BUSY (nothing changed)
+ * while user streams, events or user events are alive, or while the exec's own
+ * device still holds segments; GRT_ERR_NOT_PERMITTED from a body. NULL: no-op. */
+GRT_API grt_status grt_exec_destroy(grt_exec *exec);
+
+/* The device (owned or borrowed); valid for the exec's lifetime. */
+GRT_API grt_status grt_exec_get_device(grt_exec *exec, grt_device **out);
+GRT_API grt_status grt_exec_get_clock(grt_exec *exec, grt_clock_kind *out);
+
+/* cudaDeviceSynchronize: blocks until every issued op completed (virtual: runs
+ * the simulation until then). Returns the sticky error if there is one. */
+GRT_API grt_status grt_exec_synchronize(grt_exec *exec);
+
+/* Current time of the exec's clock, ns since creation (virtual: virtual ns). */
+GRT_API grt_status grt_exec_now_ns(grt_exec *exec, uint64_t *out);
+
+/* The sticky error (GRT_OK when none); msg (may be NULL) receives its text,
+ * e.g. the deadlock cycle with stream and event names. */
+GRT_API grt_status grt_exec_get_error(grt_exec *exec, char *msg, size_t msg_size);
+
+/* The modelled duration of a copy (GRT_ENGINE_COPY_H2D/D2H or COMPUTE for D2D
+ * and memset) of `bytes` bytes, in ns. */
+GRT_API grt_status grt_exec_copy_duration_ns(grt_exec *exec, grt_engine_class engine, uint64_t bytes,
+                                            uint64_t *out_ns);
+
+/* ---- streams ---------------------------------------------------------------- */
+
+#define GRT_STREAM_DEFAULT 0u      /* blocking: synchronizes with the legacy default stream */
+#define GRT_STREAM_NON_BLOCKING 1u /* exempt from the legacy stream's implicit synchronization */
+
+/* Priority range: [greatest, least] = [-5, 0]; lower number = higher priority. */
+GRT_API grt_status grt_exec_stream_priority_range(grt_exec *exec, int *least, int *greatest);
+
+/* Creates a stream; priority is clamped into the range. */
+GRT_API grt_status grt_stream_create(grt_exec *exec, unsigned flags, int priority, grt_stream **out);
+
+/* Returns at once; pending work still completes (the stream becomes a zombie).
+ * GRT_ERR_NOT_PERMITTED for the legacy and per-thread default streams. */
+GRT_API grt_status grt_stream_destroy(grt_stream *s);
+
+/* The legacy default stream (id 0) and the calling thread's per-thread default
+ * stream (created on first use); both are owned by the exec. */
+GRT_API grt_status grt_exec_legacy_stream(grt_exec *exec, grt_stream **out);
+GRT_API grt_status grt_exec_per_thread_stream(grt_exec *exec, grt_stream **out);
+
+/* A name for timelines and deadlock reports (copied, truncated to 31 bytes). */
+GRT_API grt_status grt_stream_set_name(grt_stream *s, const char *name);
+/* The stable id the allocator layer uses (0 = legacy default stream). */
+GRT_API grt_status grt_stream_get_id(grt_stream *s, grt_stream_id *out);
+GRT_API grt_status grt_stream_get_priority(grt_stream *s, int *out);
+GRT_API grt_status grt_stream_get_flags(grt_stream *s, unsigned *out);
+/* Finds a live (or zombie) stream of this exec by id; GRT_ERR_NOT_FOUND. */
+GRT_API grt_status grt_exec_stream_from_id(grt_exec *exec, grt_stream_id id, grt_stream **out);
+
+/* GRT_OK when all work issued so far completed, else GRT_ERR_NOT_READY. */
+GRT_API grt_status grt_stream_query(grt_stream *s);
+/* Blocks until all work issued so far completed. */
+GRT_API grt_status grt_stream_synchronize(grt_stream *s);
+/* Work issued to s after this call waits for ev's current snapshot (none if
+ * never recorded). GRT_ERR_WRONG_DEVICE for an event of another exec. */
+GRT_API grt_status grt_stream_wait_event(grt_stream *s, grt_event *ev);
+
+/* ---- ops ---------------------------------------------------------------------- */
+
+typedef void (*grt_host_fn)(void *arg);
+
+typedef struct grt_kernel_desc {
+  grt_host_fn fn;           /* the kernel's body, may be NULL (a pure delay) */
+  void *arg;                /* passed to fn */
+  uint64_t duration_ns;     /* modelled duration, ns */
+  grt_engine_class engine;  /* COMPUTE, COPY_H2D or COPY_D2H */
+  const char *name;         /* for timelines (copied, 39 bytes), may be NULL */
+} grt_kernel_desc;
+
+GRT_API grt_status grt_launch_kernel(grt_stream *s, const grt_kernel_desc *desc);
+
+/* Copies and memset on device buffers (real bytes). Device ranges must lie in a
+ * live segment when issued (GRT_ERR_UNKNOWN_POINTER otherwise); if the segment
+ * is gone when the op runs, the exec enters a sticky error. Durations follow the
+ * bandwidths in the config. Host buffers must stay valid until the op ends. */
+GRT_API grt_status grt_memcpy_h2d_async(grt_stream *s, grt_devptr dst, const void *src, uint64_t bytes);
+GRT_API grt_status grt_memcpy_d2h_async(grt_stream *s, void *dst, grt_devptr src, uint64_t bytes);
+GRT_API grt_status grt_memcpy_d2d_async(grt_stream *s, grt_devptr dst, grt_devptr src, uint64_t bytes);
+GRT_API grt_status grt_memset_async(grt_stream *s, grt_devptr dst, int value, uint64_t bytes);
+
+/* cudaLaunchHostFunc: fn(arg) runs after earlier work on s and blocks later work. */
+GRT_API grt_status grt_launch_host_func(grt_stream *s, grt_host_fn fn, void *arg);
+
+/* ---- events --------------------------------------------------------------------- */
+
+#define GRT_EVENT_DEFAULT 0u
+#define GRT_EVENT_BLOCKING_SYNC 1u  /* synchronize blocks at once instead of spinning first */
+#define GRT_EVENT_DISABLE_TIMING 2u /* no timestamps: elapsed time is refused */
+
+GRT_API grt_status grt_event_create(grt_exec *exec, unsigned flags, grt_event **out);
+/* Returns at once even if a record is pending (the event becomes a zombie). */
+GRT_API grt_status grt_event_destroy(grt_event *ev);
+GRT_API grt_status grt_event_set_name(grt_event *ev, const char *name);
+/* Snapshot of the work issued to s so far; overwrites an earlier record. */
+GRT_API grt_status grt_event_record(grt_event *ev, grt_stream *s);
+/* GRT_OK when the snapshot completed (or never recorded), else GRT_ERR_NOT_READY. */
+GRT_API grt_status grt_event_query(grt_event *ev);
+GRT_API grt_status grt_event_synchronize(grt_event *ev);
+/* Time between two completed, timing-enabled records: GRT_ERR_STATE when either
+ * was never recorded, GRT_ERR_NOT_PERMITTED when timing is disabled,
+ * GRT_ERR_NOT_READY when either is pending, GRT_ERR_WRONG_DEVICE across execs. */
+GRT_API grt_status grt_event_elapsed_time(grt_event *start, grt_event *end, float *ms);
+GRT_API grt_status grt_event_elapsed_ns(grt_event *start, grt_event *end, int64_t *ns);
+
+/* ---- blocking user events (the kind that can deadlock) --------------------------- */
+
+/* name (copied, 31 bytes) appears in deadlock reports; may be NULL. */
+GRT_API grt_status grt_user_event_create(grt_exec *exec, const char *name, grt_user_event **out);
+/* GRT_ERR_BUSY while a stream op or a host thread waits on it or a signal is queued. */
+GRT_API grt_status grt_user_event_destroy(grt_user_event *u);
+/* Host side: value = max(value, v); releases waiters. */
+GRT_API grt_status grt_user_event_signal(grt_user_event *u, uint64_t v);
+/* Host side: blocks until value >= v. Allowed inside host functions (the
+ * deadlock detector sees the wait); GRT_ERR_DEADLOCK when a cycle is found. */
+GRT_API grt_status grt_user_event_wait(grt_user_event *u, uint64_t v);
+GRT_API grt_status grt_user_event_value(grt_user_event *u, uint64_t *out);
+/* Stream side: an op that sets value = max(value, v) when reached. */
+GRT_API grt_status grt_stream_signal_user_event(grt_stream *s, grt_user_event *u, uint64_t v);
+/* Stream side: later work on s waits until value >= v. */
+GRT_API grt_status grt_stream_wait_user_event(grt_stream *s, grt_user_event *u, uint64_t v);
+
+/* ---- timelines (Chrome trace-event JSON, opens in Perfetto / chrome://tracing) ---- */
+
+/* Writes the ops recorded so far (record_timeline must be on): a track per
+ * stream and per engine slot, ops as slices, event edges as flow arrows. */
+GRT_API grt_status grt_exec_timeline_write_json(grt_exec *exec, FILE *f);
+GRT_API grt_status grt_exec_timeline_save(grt_exec *exec, const char *path);
+GRT_API grt_status grt_exec_timeline_clear(grt_exec *exec);
+/* Number of op records kept. */
+GRT_API grt_status grt_exec_timeline_count(grt_exec *exec, size_t *out);
+
+/* ---- hooks for the stream-ordered allocator (issue 4) ----------------------------
+ * Callback-shaped: the allocator layer sits below exec and sees streams only as
+ * grt_stream_id and events as void *. ctx is the grt_exec. */
+
+/* Creates a timing-disabled event recorded on stream `id`; *event_out owns it. */
+GRT_API grt_status grt_exec_cb_event_record(void *ctx, grt_stream_id id, void **event_out);
+/* GRT_OK when the event completed, GRT_ERR_NOT_READY otherwise. */
+GRT_API grt_status grt_exec_cb_event_query(void *ctx, void *event);
+/* Makes stream `id` wait for the event. */
+GRT_API grt_status grt_exec_cb_stream_wait(void *ctx, grt_stream_id id, void *event);
+/* Destroys an event made by grt_exec_cb_event_record. */
+GRT_API grt_status grt_exec_cb_event_release(void *ctx, void *event);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPURT_EXEC_H */

@@ -1,0 +1,194 @@
+/* event.c — plain CUDA events: record (snapshot), query, synchronize, timing.
+ *
+ * An event holds only its latest snapshot: (stream, seq) of its record marker
+ * and a generation bumped per record. The marker stamps time_ns when it
+ * completes, but only if the event was not re-recorded since (gen matches), so
+ * timing always belongs to the current record. A never-recorded event
+ * (stream == NULL) is complete. Destroyed events stay as zombies.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_impl.h"
+
+static grt_status ev_check(grt_event *ev) {
+  return ev && ev->magic == GRT__EVENT_MAGIC ? GRT_OK : GRT_ERR_INVALID_ARG;
+}
+
+/* Locks the event's exec; fails (unlocked) for a destroyed event. */
+static grt_status ev_lock(grt_event *ev) {
+  grt_status st = ev_check(ev);
+  if (st) return st;
+  pthread_mutex_lock(&ev->exec->lock);
+  if (ev->destroyed) {
+    pthread_mutex_unlock(&ev->exec->lock);
+    return GRT_ERR_DESTROYED;
+  }
+  return GRT_OK;
+}
+
+grt_status grt_event_create(grt_exec *exec, unsigned flags, grt_event **out) {
+  if (!out) return GRT_ERR_INVALID_ARG;
+  *out = NULL;
+  if (!exec || exec->magic != GRT__EXEC_MAGIC) return GRT_ERR_INVALID_ARG;
+  if (flags & ~(GRT_EVENT_BLOCKING_SYNC | GRT_EVENT_DISABLE_TIMING)) return GRT_ERR_INVALID_ARG;
+  grt_event *ev = calloc(1, sizeof *ev);
+  if (!ev) return GRT_ERR_NOMEM;
+  ev->magic = GRT__EVENT_MAGIC;
+  ev->exec = exec;
+  ev->flags = flags;
+  pthread_mutex_lock(&exec->lock);
+  snprintf(ev->name, sizeof ev->name, "event-%u", exec->live_events + 1);
+  ev->all_next = exec->events;
+  exec->events = ev;
+  exec->live_events++;
+  pthread_mutex_unlock(&exec->lock);
+  *out = ev;
+  return GRT_OK;
+}
+
+grt_status grt_event_destroy(grt_event *ev) {
+  if (!ev) return GRT_OK;
+  grt_status st = ev_lock(ev);
+  if (st) return st;
+  ev->destroyed = true;
+  ev->exec->live_events--;
+  pthread_mutex_unlock(&ev->exec->lock);
+  return GRT_OK;
+}
+
+grt_status grt_event_set_name(grt_event *ev, const char *name) {
+  if (!name) return GRT_ERR_INVALID_ARG;
+  grt_status st = ev_lock(ev);
+  if (st) return st;
+  snprintf(ev->name, sizeof ev->name, "%s", name);
+  pthread_mutex_unlock(&ev->exec->lock);
+  return GRT_OK;
+}
+
+grt_status grt_event_record(grt_event *ev, grt_stream *s) {
+  grt_status st = ev_check(ev);
+  if (st || (st = grt__stream_check(s))) return st;
+  if (ev->exec != s->exec) return GRT_ERR_WRONG_DEVICE;
+  if ((st = grt__stream_lock(s))) return st;
+  grt_exec *exec = s->exec;
+  if (ev->destroyed) {
+    pthread_mutex_unlock(&exec->lock);
+    return GRT_ERR_DESTROYED;
+  }
+  grt__op *op = grt__op_alloc(exec, s, GRT__OP_RECORD);
+  if (!op) {
+    pthread_mutex_unlock(&exec->lock);
+    return GRT_ERR_NOMEM;
+  }
+  grt_stream *old_stream = ev->stream;
+  uint64_t old_seq = ev->seq, old_uid = ev->src_uid;
+  /* Set the snapshot before submitting: the marker may complete inside submit. */
+  ev->gen++;
+  ev->time_valid = false;
+  ev->stream = s;
+  op->u.rec.event = ev;
+  op->u.rec.gen = ev->gen;
+  ev->seq = s->issued_seq + 1; /* what submit will assign */
+  ev->src_uid = exec->next_uid + 1;
+  st = grt__submit(op);
+  if (st) { /* nothing changed: restore the previous snapshot */
+    ev->stream = old_stream;
+    ev->seq = old_seq;
+    ev->src_uid = old_uid;
+  }
+  pthread_mutex_unlock(&exec->lock);
+  return st;
+}
+
+grt_status grt_event_query(grt_event *ev) {
+  grt_status st = ev_lock(ev);
+  if (st) return st;
+  st = grt__query_seq(ev->exec, ev->stream, ev->seq);
+  pthread_mutex_unlock(&ev->exec->lock);
+  return st;
+}
+
+typedef struct snap {
+  grt_stream *s;
+  uint64_t seq;
+} snap;
+
+static bool snap_done(grt_exec *exec, void *ctx) {
+  (void)exec;
+  snap *t = ctx;
+  return grt__done(t->s) >= t->seq;
+}
+
+grt_status grt_event_synchronize(grt_event *ev) {
+  grt_status st = ev_lock(ev);
+  if (st) return st;
+  grt_exec *exec = ev->exec;
+  if (grt__in_body(exec)) st = GRT_ERR_NOT_PERMITTED;
+  else if (exec->error) st = exec->error;
+  else if (ev->stream) {
+    snap t = {ev->stream, ev->seq}; /* the snapshot at call time */
+    st = grt__wait(exec, snap_done, &t, !(ev->flags & GRT_EVENT_BLOCKING_SYNC), false);
+  }
+  pthread_mutex_unlock(&exec->lock);
+  return st;
+}
+
+grt_status grt_event_elapsed_ns(grt_event *start, grt_event *end, int64_t *ns) {
+  grt_status st = ev_check(start);
+  if (st || (st = ev_check(end)) || !ns) return st ? st : GRT_ERR_INVALID_ARG;
+  if (start->exec != end->exec) return GRT_ERR_WRONG_DEVICE;
+  grt_exec *exec = start->exec;
+  pthread_mutex_lock(&exec->lock);
+  if (start->destroyed || end->destroyed) st = GRT_ERR_DESTROYED;
+  else if (!start->stream || !end->stream) st = GRT_ERR_STATE;
+  else if ((start->flags | end->flags) & GRT_EVENT_DISABLE_TIMING) st = GRT_ERR_NOT_PERMITTED;
+  else if (grt__done(start->stream) < start->seq || grt__done(end->stream) < end->seq) st = GRT_ERR_NOT_READY;
+  else if (!start->time_valid || !end->time_valid) st = GRT_ERR_STATE; /* cancelled by a sticky error */
+  else *ns = (int64_t)(end->time_ns - start->time_ns);
+  pthread_mutex_unlock(&exec->lock);
+  return st;
+}
+
+grt_status grt_event_elapsed_time(grt_event *start, grt_event *end, float *ms) {
+  if (!ms) return GRT_ERR_INVALID_ARG;
+  int64_t ns;
+  grt_status st = grt_event_elapsed_ns(start, end, &ns);
+  if (!st) *ms = (float)((double)ns / 1e6);
+  return st;
+}
+
+/* ---- allocator hooks (callback-shaped; ctx is the exec) ---- */
+
+grt_status grt_exec_cb_event_record(void *ctx, grt_stream_id id, void **event_out) {
+  grt_exec *exec = ctx;
+  grt_stream *s;
+  grt_event *ev;
+  if (!event_out) return GRT_ERR_INVALID_ARG;
+  grt_status st = grt_exec_stream_from_id(exec, id, &s);
+  if (st || (st = grt_event_create(exec, GRT_EVENT_DISABLE_TIMING, &ev))) return st;
+  if ((st = grt_event_record(ev, s))) {
+    grt_event_destroy(ev);
+    return st;
+  }
+  *event_out = ev;
+  return GRT_OK;
+}
+
+grt_status grt_exec_cb_event_query(void *ctx, void *event) {
+  grt_event *ev = event;
+  if (ev && ev->magic == GRT__EVENT_MAGIC && ev->exec != ctx) return GRT_ERR_WRONG_DEVICE;
+  return grt_event_query(ev);
+}
+
+grt_status grt_exec_cb_stream_wait(void *ctx, grt_stream_id id, void *event) {
+  grt_stream *s;
+  grt_status st = grt_exec_stream_from_id(ctx, id, &s);
+  return st ? st : grt_stream_wait_event(s, event);
+}
+
+grt_status grt_exec_cb_event_release(void *ctx, void *event) {
+  grt_event *ev = event;
+  if (ev && ev->magic == GRT__EVENT_MAGIC && ev->exec != ctx) return GRT_ERR_WRONG_DEVICE;
+  return grt_event_destroy(ev);
+}

@@ -1,0 +1,177 @@
+/* sched_threads.c — the threads clock: one worker thread per engine slot
+ * (compute_slots + H2D + D2H + host_slots). A worker pops the head of its
+ * engine's ready queue, sleeps until start + modelled duration, runs the body
+ * (at the end of the interval, as the virtual clock does) and completes the op
+ * under the lock — which usually makes the next op ready, so a busy worker
+ * never sleeps between ops.
+ *
+ * Host threads waiting in synchronize calls spin briefly (watching the atomic
+ * completion counter, no lock) and then sleep on done_cv; while they wait they
+ * run the deadlock detector whenever the exec is quiescent in a state the
+ * detector has not yet cleared.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "exec/exec_impl.h"
+
+static void sleep_until(uint64_t abs_mono_ns) {
+  struct timespec ts = {(time_t)(abs_mono_ns / 1000000000ull), (long)(abs_mono_ns % 1000000000ull)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
+
+/* Wake-ups a completion deferred (lock held): how many idle workers per
+ * engine to signal, and whether to wake host threads. */
+typedef struct deferred {
+  unsigned kicks[GRT_ENGINE_COUNT];
+  bool notify;
+} deferred;
+
+static void take_deferred(grt_exec *exec, deferred *d) {
+  for (int i = 0; i < GRT_ENGINE_COUNT; i++) {
+    grt__engine *en = &exec->engines[i];
+    d->kicks[i] = en->kicks_pending < en->idle ? en->kicks_pending : en->idle;
+    en->kicks_pending = 0;
+  }
+  d->notify = exec->notify_pending;
+  exec->notify_pending = false;
+}
+
+/* Signalling after the unlock is safe: waiters re-check under the lock. */
+static void send_deferred(grt_exec *exec, const deferred *d) {
+  for (int i = 0; i < GRT_ENGINE_COUNT; i++)
+    for (unsigned k = 0; k < d->kicks[i]; k++) pthread_cond_signal(&exec->engines[i].cv);
+  if (d->notify) pthread_cond_broadcast(&exec->done_cv);
+}
+
+static void *worker_main(void *arg) {
+  grt__worker *w = arg;
+  grt_exec *exec = w->exec;
+  grt__engine *e = &exec->engines[w->engine];
+  grt__op *op = NULL;
+  pthread_mutex_lock(&exec->lock);
+  while (!exec->stop) {
+    if (!op) op = grt__engine_pop(exec, w->engine);
+    if (!op) {
+      deferred d;
+      take_deferred(exec, &d);
+      send_deferred(exec, &d);
+      e->idle++;
+      pthread_cond_wait(&e->cv, &exec->lock);
+      e->idle--;
+      continue;
+    }
+    uint64_t start = grt__exec_now(exec);
+    grt__sched_start(exec, op, w->slot, start);
+    w->current = op;
+    deferred d;
+    take_deferred(exec, &d);
+    pthread_mutex_unlock(&exec->lock);
+    /* Idle workers first; host threads after a zero-length body (the op
+     * handed off to us starts without waiting for a syscall) or before a sleep. */
+    bool notify = d.notify;
+    d.notify = false;
+    send_deferred(exec, &d);
+    if (notify && op->duration_ns) pthread_cond_broadcast(&exec->done_cv);
+    if (op->duration_ns) sleep_until(exec->t0_ns + start + op->duration_ns);
+    grt_status st = grt__run_body(exec, op);
+    if (notify && !op->duration_ns) pthread_cond_broadcast(&exec->done_cv);
+    pthread_mutex_lock(&exec->lock);
+    w->current = NULL;
+    if (st) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "%s on stream '%s': device range no longer valid (%s)", op->name, op->stream->name,
+               grt_status_name(st));
+      grt__set_error(exec, st, msg);
+    }
+    exec->deferring = true;
+    grt__sched_complete(exec, op, grt__exec_now(exec));
+    exec->deferring = false;
+    /* Hand-off: take the next op of this engine ourselves, without waking anyone. */
+    op = grt__engine_pop(exec, w->engine);
+    if (op && e->kicks_pending) e->kicks_pending--;
+  }
+  deferred d;
+  take_deferred(exec, &d);
+  send_deferred(exec, &d);
+  pthread_mutex_unlock(&exec->lock);
+  return NULL;
+}
+
+grt_status grt__threads_start(grt_exec *exec) {
+  unsigned n = 0;
+  for (int e = 0; e < GRT_ENGINE_COUNT; e++) n += exec->engines[e].slots;
+  exec->workers = calloc(n, sizeof *exec->workers);
+  if (!exec->workers) return GRT_ERR_NOMEM;
+  unsigned i = 0;
+  for (unsigned e = 0; e < GRT_ENGINE_COUNT; e++)
+    for (unsigned slot = 0; slot < exec->engines[e].slots; slot++, i++)
+      exec->workers[i] = (grt__worker){exec, pthread_self(), e, slot, NULL};
+  /* Workers read exec->workers (grt__in_body), so fill it before any starts;
+   * the lock orders the thread ids written below before any reader. */
+  pthread_mutex_lock(&exec->lock);
+  for (i = 0; i < n; i++) {
+    if (pthread_create(&exec->workers[i].thread, NULL, worker_main, &exec->workers[i])) break;
+    exec->n_workers++;
+  }
+  pthread_mutex_unlock(&exec->lock);
+  if (exec->n_workers == n) return GRT_OK;
+  grt__threads_stop(exec);
+  return GRT_ERR_NOMEM;
+}
+
+void grt__threads_stop(grt_exec *exec) {
+  pthread_mutex_lock(&exec->lock);
+  exec->stop = true;
+  for (int e = 0; e < GRT_ENGINE_COUNT; e++) pthread_cond_broadcast(&exec->engines[e].cv);
+  pthread_mutex_unlock(&exec->lock);
+  for (unsigned i = 0; i < exec->n_workers; i++) pthread_join(exec->workers[i].thread, NULL);
+  free(exec->workers);
+  exec->workers = NULL;
+  exec->n_workers = 0;
+}
+
+void grt__threads_kick(grt_exec *exec, unsigned engine) {
+  grt__engine *e = &exec->engines[engine];
+  if (exec->deferring) e->kicks_pending++;
+  else if (e->idle) pthread_cond_signal(&e->cv);
+}
+
+/* Spins (no lock) until a completion happens or the budget runs out. */
+static void spin_for_progress(grt_exec *exec, uint64_t budget_ns) {
+  uint64_t seen = atomic_load_explicit(&exec->completions, memory_order_acquire);
+  uint64_t until = grt__mono_ns() + budget_ns;
+  pthread_mutex_unlock(&exec->lock);
+  do {
+    for (int i = 0; i < 64; i++)
+      if (atomic_load_explicit(&exec->completions, memory_order_acquire) != seen) goto done;
+    sched_yield(); /* two cores: let the worker that will complete it run */
+  } while (grt__mono_ns() < until);
+done:
+  pthread_mutex_lock(&exec->lock);
+}
+
+grt_status grt__threads_wait(grt_exec *exec, grt__cond_fn cond, void *ctx, bool spin) {
+  uint64_t spin_left = spin ? exec->cfg.spin_ns : 0;
+  for (;;) {
+    if (exec->error) return exec->error; /* sticky: it wins even over a met condition */
+    if (cond(exec, ctx)) return GRT_OK;
+    if (grt__quiescent(exec) && exec->detect_gen != exec->state_gen) {
+      if (grt__detect_deadlock(exec)) return exec->error;
+      exec->detect_gen = exec->state_gen;
+    }
+    if (spin_left) {
+      uint64_t t = grt__mono_ns();
+      spin_for_progress(exec, spin_left);
+      uint64_t used = grt__mono_ns() - t;
+      spin_left = used >= spin_left ? 0 : spin_left - used;
+      continue;
+    }
+    exec->host_waiters++;
+    pthread_cond_wait(&exec->done_cv, &exec->lock);
+    exec->host_waiters--;
+  }
+}

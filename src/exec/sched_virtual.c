@@ -1,0 +1,166 @@
+/* sched_virtual.c — the virtual clock: a deterministic discrete-event
+ * simulation on the same engines and the same scheduling core as threads.
+ *
+ * Time advances only while a host thread waits: the waiting thread becomes the
+ * driver, starts every ready op its engine has a free slot for (start = now,
+ * end = now + duration) and then repeatedly takes the running op with the
+ * earliest end (ties by start order, or by a seeded key when schedule_seed is
+ * set), sets now to its end, runs its body (unlocked, on this thread) and
+ * completes it. Same inputs => same timeline.
+ *
+ * A body may itself wait (a host function in grt_user_event_wait): the driver
+ * then runs the simulation nested inside that call. When nothing is running
+ * and nothing can start while the waiter's condition is false, the state is
+ * final: the detector reports a cycle, or — with no cycle — the waiting host
+ * thread is waiting for a signal only it could give; both are GRT_ERR_DEADLOCK.
+ */
+#include <stdlib.h>
+
+#include "exec/exec_impl.h"
+
+static bool heap_less(const grt__heap_item *a, const grt__heap_item *b) {
+  return a->t < b->t || (a->t == b->t && a->key < b->key);
+}
+
+static bool heap_push(grt_exec *exec, grt__op *op, uint64_t t) {
+  if (exec->heap_n == exec->heap_cap) {
+    size_t cap = exec->heap_cap ? exec->heap_cap * 2 : 64;
+    grt__heap_item *h = realloc(exec->heap, cap * sizeof *h);
+    if (!h) return false;
+    exec->heap = h;
+    exec->heap_cap = cap;
+  }
+  uint64_t key = exec->cfg.schedule_seed ? grt__rng_next(&exec->rng) : ++exec->next_order;
+  size_t i = exec->heap_n++;
+  exec->heap[i] = (grt__heap_item){t, key, op};
+  while (i > 0) {
+    size_t p = (i - 1) / 2;
+    if (!heap_less(&exec->heap[i], &exec->heap[p])) break;
+    grt__heap_item tmp = exec->heap[i];
+    exec->heap[i] = exec->heap[p];
+    exec->heap[p] = tmp;
+    i = p;
+  }
+  return true;
+}
+
+static grt__op *heap_pop(grt_exec *exec) {
+  grt__op *op = exec->heap[0].op;
+  exec->heap[0] = exec->heap[--exec->heap_n];
+  size_t i = 0, n = exec->heap_n;
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < n && heap_less(&exec->heap[l], &exec->heap[m])) m = l;
+    if (r < n && heap_less(&exec->heap[r], &exec->heap[m])) m = r;
+    if (m == i) break;
+    grt__heap_item tmp = exec->heap[i];
+    exec->heap[i] = exec->heap[m];
+    exec->heap[m] = tmp;
+    i = m;
+  }
+  return op;
+}
+
+static unsigned free_slot(const grt__engine *e) {
+  for (unsigned s = 0; s < 64; s++)
+    if (!(e->slot_mask & (1ull << s))) return s;
+  return 64;
+}
+
+/* Starts every ready op that has a free slot, in engine order. */
+static void dispatch(grt_exec *exec) {
+  for (unsigned e = 0; e < GRT_ENGINE_COUNT; e++) {
+    grt__op *op;
+    while ((op = grt__engine_pop(exec, e))) {
+      grt__sched_start(exec, op, free_slot(&exec->engines[e]), exec->now_ns);
+      if (!heap_push(exec, op, exec->now_ns + op->duration_ns)) {
+        grt__set_error(exec, GRT_ERR_NOMEM, "virtual clock: out of host memory for the event heap");
+        /* the op stays RUNNING and is freed with its stream at destroy */
+        return;
+      }
+    }
+  }
+}
+
+/* Takes the earliest-ending op, runs its body, completes it. */
+static void advance_one(grt_exec *exec) {
+  grt__op *op = heap_pop(exec);
+  uint64_t t = op->start_ns + op->duration_ns;
+  if (t > exec->now_ns) exec->now_ns = t;
+  grt__op *saved = exec->cb_op;
+  exec->cb_op = op;
+  exec->cb_depth++;
+  pthread_mutex_unlock(&exec->lock);
+  grt_status st = grt__run_body(exec, op);
+  pthread_mutex_lock(&exec->lock);
+  exec->cb_depth--;
+  exec->cb_op = saved;
+  if (st) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s on stream '%s': device range no longer valid (%s)", op->name, op->stream->name,
+             grt_status_name(st));
+    grt__set_error(exec, st, msg);
+  }
+  /* A blocking host function may have let virtual time pass inside its body. */
+  grt__sched_complete(exec, op, exec->now_ns);
+}
+
+static void become_driver(grt_exec *exec, bool *outer) {
+  pthread_t self = pthread_self();
+  while (exec->driving && !pthread_equal(exec->driver, self)) {
+    exec->host_waiters++;
+    pthread_cond_wait(&exec->done_cv, &exec->lock);
+    exec->host_waiters--;
+  }
+  *outer = !exec->driving;
+  exec->driving = true;
+  exec->driver = self;
+}
+
+static void leave_driver(grt_exec *exec, bool outer) {
+  if (!outer) return;
+  exec->driving = false;
+  pthread_cond_broadcast(&exec->done_cv);
+}
+
+grt_status grt__virtual_wait(grt_exec *exec, grt__cond_fn cond, void *ctx) {
+  bool outer;
+  become_driver(exec, &outer);
+  grt_status st = GRT_OK;
+  for (;;) {
+    if ((st = exec->error)) break; /* sticky: it wins even over a met condition */
+    if (cond(exec, ctx)) break;
+    dispatch(exec);
+    if (cond(exec, ctx)) break;
+    if ((st = exec->error)) break;
+    if (exec->heap_n == 0) {
+      /* Final state: nothing runs, nothing can start, the condition is false. */
+      if (!grt__detect_deadlock(exec)) {
+        char msg[600];
+        grt__describe_host_stall(exec, msg, sizeof msg);
+        grt__set_error(exec, GRT_ERR_DEADLOCK, msg);
+      }
+      st = exec->error;
+      break;
+    }
+    advance_one(exec);
+  }
+  leave_driver(exec, outer);
+  return st;
+}
+
+void grt__virtual_step(grt_exec *exec) {
+  if (exec->driving || exec->error) return; /* someone else advances time */
+  bool outer;
+  become_driver(exec, &outer);
+  dispatch(exec);
+  if (exec->heap_n) advance_one(exec);
+  else if (grt__quiescent(exec)) grt__detect_deadlock(exec);
+  leave_driver(exec, outer);
+}
+
+void grt__virtual_free(grt_exec *exec) {
+  free(exec->heap);
+  exec->heap = NULL;
+  exec->heap_n = exec->heap_cap = 0;
+}

@@ -1,0 +1,210 @@
+/* timeline.c — per-op records and their export as Chrome trace-event JSON.
+ *
+ * With cfg.record_timeline on, every completed op leaves one record (uid,
+ * stream, engine slot, interval) and the uids of the ops its cross-stream deps
+ * pointed at (flows). The export has two processes: "streams" (a track per
+ * stream, every op including zero-length event markers) and "engines" (a track
+ * per engine slot, timed ops only); each dep becomes a flow arrow from the end
+ * of the source op to the start of the waiting op. JSON is written by hand;
+ * every string goes through json_str, which escapes quotes, backslashes and
+ * control characters.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_impl.h"
+
+static const char *const kind_names[] = {"kernel", "memcpy H2D", "memcpy D2H", "memcpy D2D", "memset",
+                                         "host fn", "record", "wait", "signal", "wait value"};
+
+void grt__trace_op(grt_exec *exec, const grt__op *op) {
+  if (!exec->cfg.record_timeline) return;
+  if (exec->trace_n == exec->trace_cap) {
+    size_t cap = exec->trace_cap ? 2 * exec->trace_cap : 256;
+    grt__trace_rec *t = realloc(exec->trace, cap * sizeof *t);
+    if (!t) return; /* the timeline is best effort; execution is not */
+    exec->trace = t;
+    exec->trace_cap = cap;
+  }
+  size_t need = exec->flows_n + op->ndeps;
+  if (need > exec->flows_cap) {
+    size_t cap = exec->flows_cap ? exec->flows_cap : 256;
+    while (cap < need) cap *= 2;
+    uint64_t *f = realloc(exec->flows, cap * sizeof *f);
+    if (!f) return;
+    exec->flows = f;
+    exec->flows_cap = cap;
+  }
+  grt__trace_rec *r = &exec->trace[exec->trace_n++];
+  r->uid = op->uid;
+  r->start_ns = op->start_ns;
+  r->end_ns = op->end_ns;
+  r->stream_id = op->stream->id;
+  r->kind = op->kind;
+  r->engine = op->engine;
+  r->slot = op->slot;
+  memcpy(r->name, op->name, sizeof r->name);
+  r->flow_first = exec->flows_n;
+  r->flow_n = 0;
+  for (uint32_t i = 0; i < op->ndeps; i++)
+    if (op->deps[i].src_uid) {
+      exec->flows[exec->flows_n++] = op->deps[i].src_uid;
+      r->flow_n++;
+    }
+}
+
+void grt__trace_free(grt_exec *exec) {
+  free(exec->trace);
+  free(exec->flows);
+  exec->trace = NULL;
+  exec->flows = NULL;
+  exec->trace_n = exec->trace_cap = exec->flows_n = exec->flows_cap = 0;
+}
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+    else fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+/* Microseconds with ns precision, as trace-event "ts" expects. */
+static void json_us(FILE *f, uint64_t ns) {
+  fprintf(f, "%llu.%03llu", (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000));
+}
+
+static const char *engine_name(unsigned e) {
+  static const char *const names[] = {"compute", "copy H2D", "copy D2H", "host"};
+  return e < GRT_ENGINE_COUNT ? names[e] : "none";
+}
+
+static unsigned engine_tid(unsigned engine, unsigned slot) { return engine * 100 + slot + 1; }
+
+static void write_meta(grt_exec *exec, FILE *f) {
+  fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"streams\"}},\n");
+  fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":2,\"args\":{\"name\":\"engines\"}}");
+  for (grt_stream *s = exec->streams; s; s = s->all_next) {
+    char label[64];
+    snprintf(label, sizeof label, "%s (id %llu%s)", s->name, (unsigned long long)s->id,
+             s->flags & GRT_STREAM_NON_BLOCKING ? ", non-blocking" : "");
+    fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%llu,\"args\":{\"name\":",
+            (unsigned long long)s->id + 1);
+    json_str(f, label);
+    fprintf(f, "}}");
+    fprintf(f, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%llu,\"args\":{\"sort_index\":%llu}}",
+            (unsigned long long)s->id + 1, (unsigned long long)s->id);
+  }
+  for (unsigned e = 0; e < GRT_ENGINE_COUNT; e++)
+    for (unsigned slot = 0; slot < exec->engines[e].slots; slot++) {
+      char label[48];
+      snprintf(label, sizeof label, "%s [%u]", engine_name(e), slot);
+      fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":2,\"tid\":%u,\"args\":{\"name\":",
+              engine_tid(e, slot));
+      json_str(f, label);
+      fprintf(f, "}}");
+    }
+}
+
+static void write_slice(FILE *f, const grt__trace_rec *r, unsigned pid, unsigned long long tid) {
+  fprintf(f, ",\n{\"name\":");
+  json_str(f, r->name[0] ? r->name : kind_names[r->kind]);
+  fprintf(f, ",\"cat\":");
+  json_str(f, kind_names[r->kind]);
+  fprintf(f, ",\"ph\":\"X\",\"pid\":%u,\"tid\":%llu,\"ts\":", pid, tid);
+  json_us(f, r->start_ns);
+  fprintf(f, ",\"dur\":");
+  json_us(f, r->end_ns - r->start_ns);
+  fprintf(f, ",\"args\":{\"uid\":%llu,\"stream\":%llu}}", (unsigned long long)r->uid,
+          (unsigned long long)r->stream_id);
+}
+
+static int cmp_uid(const void *a, const void *b) {
+  const grt__trace_rec *x = *(const grt__trace_rec *const *)a, *y = *(const grt__trace_rec *const *)b;
+  return x->uid < y->uid ? -1 : x->uid > y->uid;
+}
+
+static const grt__trace_rec *find_uid(const grt__trace_rec **sorted, size_t n, uint64_t uid) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (sorted[mid]->uid < uid) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < n && sorted[lo]->uid == uid ? sorted[lo] : NULL;
+}
+
+static void write_flows(grt_exec *exec, FILE *f, const grt__trace_rec **sorted) {
+  unsigned long long id = 0;
+  for (size_t i = 0; i < exec->trace_n; i++) {
+    const grt__trace_rec *r = &exec->trace[i];
+    for (size_t k = 0; k < r->flow_n; k++) {
+      const grt__trace_rec *src = find_uid(sorted, exec->trace_n, exec->flows[r->flow_first + k]);
+      if (!src) continue; /* its record was cleared */
+      id++;
+      fprintf(f, ",\n{\"name\":\"edge\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":%llu,\"pid\":1,\"tid\":%llu,\"ts\":",
+              id, (unsigned long long)src->stream_id + 1);
+      json_us(f, src->end_ns);
+      fprintf(f, "},\n{\"name\":\"edge\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"pid\":1,"
+                 "\"tid\":%llu,\"ts\":",
+              id, (unsigned long long)r->stream_id + 1);
+      json_us(f, r->start_ns);
+      fprintf(f, "}");
+    }
+  }
+}
+
+grt_status grt_exec_timeline_write_json(grt_exec *exec, FILE *f) {
+  if (!exec || !f || exec->magic != GRT__EXEC_MAGIC) return GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&exec->lock);
+  grt_status st = GRT_OK;
+  const grt__trace_rec **sorted = malloc((exec->trace_n + 1) * sizeof *sorted);
+  if (!sorted) st = GRT_ERR_NOMEM;
+  else if (!exec->cfg.record_timeline) st = GRT_ERR_STATE;
+  if (!st) {
+    for (size_t i = 0; i < exec->trace_n; i++) sorted[i] = &exec->trace[i];
+    qsort(sorted, exec->trace_n, sizeof *sorted, cmp_uid);
+    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":\"%s\"},\"traceEvents\":[\n",
+            exec->cfg.clock == GRT_CLOCK_VIRTUAL ? "virtual" : "threads");
+    write_meta(exec, f);
+    for (size_t i = 0; i < exec->trace_n; i++) {
+      const grt__trace_rec *r = &exec->trace[i];
+      write_slice(f, r, 1, (unsigned long long)r->stream_id + 1);
+      if (r->engine < GRT_ENGINE_COUNT) write_slice(f, r, 2, engine_tid(r->engine, r->slot));
+    }
+    write_flows(exec, f, sorted);
+    fprintf(f, "\n]}\n");
+    if (ferror(f)) st = GRT_ERR_IO;
+  }
+  free(sorted);
+  pthread_mutex_unlock(&exec->lock);
+  return st;
+}
+
+grt_status grt_exec_timeline_save(grt_exec *exec, const char *path) {
+  if (!exec || !path) return GRT_ERR_INVALID_ARG;
+  FILE *f = fopen(path, "w");
+  if (!f) return GRT_ERR_IO;
+  grt_status st = grt_exec_timeline_write_json(exec, f);
+  if (fclose(f) && !st) st = GRT_ERR_IO;
+  return st;
+}
+
+grt_status grt_exec_timeline_clear(grt_exec *exec) {
+  if (!exec || exec->magic != GRT__EXEC_MAGIC) return GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&exec->lock);
+  exec->trace_n = 0;
+  exec->flows_n = 0;
+  pthread_mutex_unlock(&exec->lock);
+  return GRT_OK;
+}
+
+grt_status grt_exec_timeline_count(grt_exec *exec, size_t *out) {
+  if (!exec || !out || exec->magic != GRT__EXEC_MAGIC) return GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&exec->lock);
+  *out = exec->trace_n;
+  pthread_mutex_unlock(&exec->lock);
+  return GRT_OK;
+}

@@ -1,0 +1,158 @@
+/* test_exec_scenarios.c — Lab 02's scenarios S1–S3 under both clocks.
+ * Virtual time is exact, so the DAG prediction is asserted to the nanosecond
+ * there; under threads only correctness is asserted (no timings). */
+#include "base/rng.h"
+#include "exec/scenario.h"
+#include "test_exec_common.h"
+
+static grt__pipe_params small_pipe(void) {
+  grt__pipe_params p = {6, 64 * 1024, 20000};
+  return p;
+}
+
+/* S1: overlap across three streams vs one stream. */
+static void test_s1_overlap(void **state) {
+  grt_clock_kind clock = clock_of(state);
+  grt_exec *exec = make_exec(clock, 1);
+  grt__pipe_params p = small_pipe();
+  grt__pipe_result serial, piped;
+  assert_int_equal(grt__scn_pipeline(exec, &p, GRT__PIPE_SERIAL, &serial), GRT_OK);
+  assert_int_equal(grt__scn_pipeline(exec, &p, GRT__PIPE_STREAMS, &piped), GRT_OK);
+  assert_true(serial.output_ok);
+  assert_true(piped.output_ok);
+  assert_true(piped.predicted_ns < serial.predicted_ns);
+  if (clock == GRT_CLOCK_VIRTUAL) {
+    assert_int_equal(serial.elapsed_ns, serial.predicted_ns);
+    assert_int_equal(piped.elapsed_ns, piped.predicted_ns);
+  }
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+}
+
+/* S2: compute on the legacy stream serializes blocking copy streams, not
+ * non-blocking ones. */
+static void test_s2_false_serialization(void **state) {
+  grt_clock_kind clock = clock_of(state);
+  grt_exec *exec = make_exec(clock, 0);
+  grt__pipe_params p = small_pipe();
+  grt__pipe_result legacy, legacy_nb, streams;
+  assert_int_equal(grt__scn_pipeline(exec, &p, GRT__PIPE_LEGACY, &legacy), GRT_OK);
+  assert_int_equal(grt__scn_pipeline(exec, &p, GRT__PIPE_LEGACY_NB, &legacy_nb), GRT_OK);
+  assert_int_equal(grt__scn_pipeline(exec, &p, GRT__PIPE_STREAMS, &streams), GRT_OK);
+  assert_true(legacy.output_ok && legacy_nb.output_ok && streams.output_ok);
+  if (clock == GRT_CLOCK_VIRTUAL) {
+    assert_true(legacy.elapsed_ns > legacy_nb.elapsed_ns);
+    assert_int_equal(legacy_nb.elapsed_ns, streams.predicted_ns);
+  }
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+}
+
+/* S3, deterministic: the gate lets the writer finish before the reader runs. */
+static void test_s3_gated(void **state) {
+  grt_exec *exec = make_exec(clock_of(state), 0);
+  grt__lifetime lt;
+  assert_int_equal(grt__lifetime_init(&lt, exec, 4096), GRT_OK);
+  grt__lifetime_sched sc = {1000, 5000, 0, 1000, 1};
+  int corrupted = -1;
+  assert_int_equal(grt__lifetime_run(&lt, 0, &sc, 1, &corrupted), GRT_OK);
+  assert_int_equal(corrupted, 1);
+  assert_int_equal(grt__lifetime_run(&lt, 1, &sc, 2, &corrupted), GRT_OK);
+  assert_int_equal(corrupted, 0);
+  grt__lifetime_fini(&lt);
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+}
+
+/* S3 under the virtual clock: every schedule of a grid of durations, with
+ * three tie-breaking seeds each. */
+static void test_s3_virtual_explore(void **state) {
+  (void)state;
+  static const uint64_t d[3] = {0, 10000, 20000};
+  int unsafe_bad = 0, safe_bad = 0, runs = 0;
+  for (uint64_t seed = 0; seed < 3; seed++) {
+    grt_exec_config cfg;
+    grt_exec_config_default(&cfg);
+    cfg.clock = GRT_CLOCK_VIRTUAL;
+    cfg.device_capacity = GRT_MiB;
+    cfg.schedule_seed = seed;
+    grt_exec *exec;
+    assert_int_equal(grt_exec_create(&cfg, &exec), GRT_OK);
+    grt__lifetime lt;
+    assert_int_equal(grt__lifetime_init(&lt, exec, 2048), GRT_OK);
+    for (int i = 0; i < 81; i++) {
+      grt__lifetime_sched sc = {d[i % 3], d[i / 3 % 3] + 1000, d[i / 9 % 3], d[i / 27] + 1000, 0};
+      int bad = -1;
+      assert_int_equal(grt__lifetime_run(&lt, 0, &sc, (uint64_t)i, &bad), GRT_OK);
+      unsafe_bad += bad;
+      assert_int_equal(grt__lifetime_run(&lt, 1, &sc, (uint64_t)i, &bad), GRT_OK);
+      safe_bad += bad;
+      runs++;
+    }
+    grt__lifetime_fini(&lt);
+    assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+  }
+  assert_int_equal(runs, 243);
+  assert_true(unsafe_bad > 0);
+  assert_int_equal(safe_bad, 0);
+}
+
+/* S3 under threads: 1,000 randomized schedules per path; the stream-ordered
+ * free never corrupts. (How often the unsafe path corrupts depends on timing
+ * and is printed, not asserted.) */
+static void test_s3_threads_random(void **state) {
+  (void)state;
+  grt_exec *exec = make_exec(GRT_CLOCK_THREADS, 0);
+  grt__lifetime lt;
+  assert_int_equal(grt__lifetime_init(&lt, exec, 2048), GRT_OK);
+  grt__rng r;
+  grt__rng_seed(&r, 2024);
+  int unsafe_bad = 0, safe_bad = 0;
+  for (int i = 0; i < 1000; i++) {
+    grt__lifetime_sched sc = {grt__rng_below(&r, 30000), grt__rng_below(&r, 30000), grt__rng_below(&r, 30000),
+                              grt__rng_below(&r, 30000), 0};
+    int bad = -1;
+    assert_int_equal(grt__lifetime_run(&lt, 0, &sc, (uint64_t)i, &bad), GRT_OK);
+    unsafe_bad += bad;
+    assert_int_equal(grt__lifetime_run(&lt, 1, &sc, (uint64_t)i, &bad), GRT_OK);
+    safe_bad += bad;
+  }
+  print_message("S3 threads: unsafe free corrupted %d/1000 schedules, stream-ordered free %d/1000\n", unsafe_bad,
+                safe_bad);
+  assert_int_equal(safe_bad, 0);
+  grt__lifetime_fini(&lt);
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+}
+
+/* The minimal pool itself. */
+static void test_sopool(void **state) {
+  grt_exec *exec = make_exec(clock_of(state), 0);
+  grt__sopool *p;
+  grt_stream *s = make_stream(exec, GRT_STREAM_NON_BLOCKING, "s");
+  assert_int_equal(grt__sopool_create(exec, 1024, 2, &p), GRT_OK);
+  grt_devptr a, b, c;
+  assert_int_equal(grt__sopool_alloc(p, s, &a), GRT_OK);
+  assert_int_equal(grt__sopool_alloc(p, s, &b), GRT_OK);
+  assert_int_equal(b, a + 1024);
+  assert_int_equal(grt__sopool_alloc(p, s, &c), GRT_ERR_OOM);
+  assert_int_equal(grt__sopool_free_async(p, a, s), GRT_OK);
+  assert_int_equal(grt__sopool_free_async(p, a, s), GRT_ERR_DOUBLE_FREE);
+  assert_int_equal(grt__sopool_free_now(p, a + 1), GRT_ERR_UNKNOWN_POINTER);
+  assert_int_equal(grt__sopool_alloc(p, s, &c), GRT_OK);
+  assert_int_equal(c, a);
+  assert_int_equal(grt__sopool_free_now(p, a), GRT_OK);
+  assert_int_equal(grt__sopool_free_now(p, b), GRT_OK);
+  assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
+  assert_int_equal(grt__sopool_destroy(p), GRT_OK);
+  grt_stream_destroy(s);
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      BOTH_CLOCKS(test_s1_overlap),
+      BOTH_CLOCKS(test_s2_false_serialization),
+      BOTH_CLOCKS(test_s3_gated),
+      cmocka_unit_test(test_s3_virtual_explore),
+      cmocka_unit_test(test_s3_threads_random),
+      BOTH_CLOCKS(test_sopool),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
