@@ -211,7 +211,7 @@ grt_status grt_exec_destroy(grt_exec *exec) {
   if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__threads_stop(exec);
   else grt__virtual_free(exec);
   free_objects(exec);
-  grt__trace_free(exec);
+  grt__timeline_free(exec);
   grt__u64map_free(&exec->per_thread);
   grt__u64map_free(&exec->by_id);
   for (int e = 0; e < GRT_ENGINE_COUNT; e++) pthread_cond_destroy(&exec->engines[e].cv);

@@ -287,6 +287,6 @@ void grt__describe_host_stall(grt_exec *exec, char *buf, size_t n);
 
 /* timeline.c */
 void grt__trace_op(grt_exec *exec, const grt__op *op); /* lock held */
-void grt__trace_free(grt_exec *exec);
+void grt__timeline_free(grt_exec *exec);
 
 #endif

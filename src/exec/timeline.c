@@ -53,7 +53,7 @@ void grt__trace_op(grt_exec *exec, const grt__op *op) {
     }
 }
 
-void grt__trace_free(grt_exec *exec) {
+void grt__timeline_free(grt_exec *exec) {
   free(exec->trace);
   free(exec->flows);
   exec->trace = NULL;
