@@ -90,6 +90,7 @@ grt_status grt__pool_insert(cpool *p, cblock *b);
 void grt__pool_erase(cpool *p, cblock *b);
 
 /* caching_free.c */
+uint64_t grt__caching_try_merge(grt_allocator *a, cblock *dst, cblock *src, int force);
 grt_status grt__caching_free(grt_allocator *a, grt_devptr ptr);
 void grt__caching_free_block(grt_allocator *a, cblock *b);
 void grt__caching_process_events(grt_allocator *a);

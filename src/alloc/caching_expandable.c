@@ -72,28 +72,7 @@ static cblock *find_block(grt_allocator *a, cpool *pool, grt_stream_id stream, u
   return new_segment(a, pool, stream);
 }
 
-/* Merges src into dst when both are free and in the same mapped state. */
-static void merge(grt_allocator *a, cblock *dst, cblock *src) {
-  caching *c = a->impl;
-  if (!src || !cblock_is_free(src) || src->unmapped != dst->unmapped) return;
-  if (src->unmapped)
-    unmapped_erase(src->pool, src);
-  else
-    grt__pool_erase(src->pool, src);
-  if (dst->prev == src) {
-    dst->ptr = src->ptr;
-    dst->prev = src->prev;
-    if (dst->prev)
-      dst->prev->next = dst;
-    else
-      dst->seg->head = dst;
-  } else {
-    dst->next = src->next;
-    if (dst->next) dst->next->prev = dst;
-  }
-  dst->size += src->size;
-  grt__cblock_release(c, src);
-}
+static void merge(grt_allocator *a, cblock *dst, cblock *src) { grt__caching_try_merge(a, dst, src, 1); }
 
 /* One device map per page, as PyTorch creates one physical handle per page:
  * any later unmap of whole pages then covers whole mappings. All or nothing. */

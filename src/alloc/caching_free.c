@@ -8,10 +8,13 @@
 
 #include "alloc/caching.h"
 
-/* Merges src into dst when src is free; returns the bytes subsumed (0: no merge). */
-static uint64_t try_merge(grt_allocator *a, cblock *dst, cblock *src) {
+/* Merges src into dst when src is free and in the same mapped state; returns
+ * the bytes subsumed (0: no merge). The merge_on_free:False option stops
+ * merges of freed blocks, but never of address space being (un)mapped. */
+uint64_t grt__caching_try_merge(grt_allocator *a, cblock *dst, cblock *src, int force) {
   caching *c = a->impl;
-  if (!src || !cblock_is_free(src) || a->cfg.no_merge_on_free || src->unmapped != dst->unmapped) return 0;
+  if (!src || !cblock_is_free(src) || src->unmapped != dst->unmapped) return 0;
+  if (a->cfg.no_merge_on_free && !force) return 0;
   if (src->unmapped)
     grt__bins_erase(src->pool->unmapped, src->stream, src->ptr);
   else
@@ -42,7 +45,7 @@ void grt__caching_free_block(grt_allocator *a, cblock *b) {
   int64_t net_blocks = 0, net_bytes = 0;
   cblock *candidates[2] = {b->prev, b->next};
   for (int i = 0; i < 2; i++) {
-    uint64_t subsumed = try_merge(a, b, candidates[i]);
+    uint64_t subsumed = grt__caching_try_merge(a, b, candidates[i], 0);
     if (subsumed) {
       net_blocks -= 1;
       net_bytes -= (int64_t)subsumed;

@@ -73,6 +73,16 @@ static void note_in_use(grt_device *dev) {
   if (in_use > dev->peak_bytes_in_use) dev->peak_bytes_in_use = in_use;
 }
 
+/* Counts a malloc/map outcome (lock held): successes in *calls, failures once. */
+static void count_alloc(grt_device *dev, grt_status st, uint64_t *calls) {
+  if (st == GRT_OK) {
+    (*calls)++;
+    note_in_use(dev);
+  } else if (st == GRT_ERR_OOM || st == GRT_ERR_FAULT_INJECTED) {
+    dev->failed_mallocs++;
+  }
+}
+
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
 
 grt_status grt_device_malloc(grt_device *dev, uint64_t size, grt_devptr *out) {
@@ -89,12 +99,7 @@ grt_status grt_device_malloc(grt_device *dev, uint64_t size, grt_devptr *out) {
     st = GRT_OK, *out = hint;
   else
     st = dev->ops->malloc(dev->impl, size, out);
-  if (st == GRT_OK) {
-    dev->malloc_calls++;
-    note_in_use(dev);
-  } else if (st == GRT_ERR_OOM || st == GRT_ERR_FAULT_INJECTED) {
-    dev->failed_mallocs++;
-  }
+  count_alloc(dev, st, &dev->malloc_calls);
   pthread_mutex_unlock(&dev->lock);
   return st;
 }
@@ -106,12 +111,7 @@ grt_status grt_device_malloc_at(grt_device *dev, grt_devptr addr, uint64_t size)
   size = align_up(size, dev->alignment);
   pthread_mutex_lock(&dev->lock);
   grt_status st = fault_fires(dev) ? GRT_ERR_FAULT_INJECTED : dev->ops->malloc_at(dev->impl, addr, size);
-  if (st == GRT_OK) {
-    dev->malloc_calls++;
-    note_in_use(dev);
-  } else if (st == GRT_ERR_OOM || st == GRT_ERR_FAULT_INJECTED) {
-    dev->failed_mallocs++;
-  }
+  count_alloc(dev, st, &dev->malloc_calls);
   pthread_mutex_unlock(&dev->lock);
   return st;
 }
@@ -243,12 +243,7 @@ grt_status grt_device_map(grt_device *dev, grt_devptr va, uint64_t size) {
   if (st) return st;
   pthread_mutex_lock(&dev->lock);
   st = fault_fires(dev) ? GRT_ERR_FAULT_INJECTED : dev->ops->map(dev->impl, va, size);
-  if (st == GRT_OK) {
-    dev->map_calls++;
-    note_in_use(dev);
-  } else if (st == GRT_ERR_OOM || st == GRT_ERR_FAULT_INJECTED) {
-    dev->failed_mallocs++;
-  }
+  count_alloc(dev, st, &dev->map_calls);
   pthread_mutex_unlock(&dev->lock);
   return st;
 }
