@@ -24,8 +24,8 @@
 #define STRIPES 64
 
 typedef struct stripe {
-  pthread_mutex_t lock;
-  grt__u64map owner; /* ptr -> shard index + 1 */
+  _Alignas(64) pthread_mutex_t lock; /* one cache line per stripe: no false sharing */
+  grt__u64map owner;                 /* ptr -> shard index + 1 */
 } stripe;
 
 typedef struct sharded {
@@ -55,7 +55,8 @@ static void sharded_destroy(grt_allocator *a) {
 }
 
 static grt_status sharded_create(grt_allocator *a) {
-  sharded *s = calloc(1, sizeof *s);
+  sharded *s = aligned_alloc(64, (sizeof *s + 63) / 64 * 64);
+  if (s) memset(s, 0, sizeof *s);
   if (!s) return GRT_ERR_NOMEM;
   s->n = a->cfg.shards ? a->cfg.shards : 2;
   s->shard = calloc(s->n, sizeof *s->shard);

@@ -202,3 +202,19 @@ const char *grt__workload_allocator_name(grt__workload_allocator alloc) {
     default: return NULL;
   }
 }
+
+grt_status grt__churn_draw(const grt__churn_config *c, grt__churn_ops *out) {
+  if (!c || !out || !config_ok(c)) return GRT_ERR_INVALID_ARG;
+  op_stream s;
+  grt_status st = stream_draw(c, &s);
+  if (st) return st;
+  *out = (grt__churn_ops){s.fill_size, s.slot, s.size};
+  return GRT_OK;
+}
+
+void grt__churn_ops_free(grt__churn_ops *ops) {
+  if (!ops) return;
+  op_stream s = {ops->fill_size, ops->slot, ops->size};
+  stream_free(&s);
+  *ops = (grt__churn_ops){0};
+}

@@ -59,6 +59,17 @@ void grt__w2_config(grt__churn_config *cfg, uint64_t seed, uint32_t runs);
 grt_status grt__churn_run(const grt__churn_config *cfg, grt__workload_allocator alloc, grt__churn_result *out);
 grt_status grt__w1_run(grt__workload_allocator alloc, uint64_t seed, uint32_t runs, grt__churn_result *out);
 grt_status grt__w2_run(grt__workload_allocator alloc, uint64_t seed, uint32_t runs, grt__churn_result *out);
+/* The op stream of a config, drawn from its seed and independent of the
+ * allocator (so other allocators — `gpurt bench` runs every policy — replay
+ * exactly the same requests). Free with grt__churn_ops_free. */
+typedef struct grt__churn_ops {
+  uint64_t *fill_size; /* [slots] */
+  uint32_t *slot;      /* [iterations] */
+  uint64_t *size;      /* [iterations] */
+} grt__churn_ops;
+grt_status grt__churn_draw(const grt__churn_config *cfg, grt__churn_ops *out);
+void grt__churn_ops_free(grt__churn_ops *ops);
+
 /* "bins", "otree" or "harness"; NULL for an unknown value. */
 const char *grt__workload_allocator_name(grt__workload_allocator alloc);
 

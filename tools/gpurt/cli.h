@@ -18,6 +18,7 @@ int grt_cli_wants_help(int argc, char **argv);
 int grt_cli_parse_u64(const char *flag, const char *text, uint64_t *out);
 
 int grt_cmd_demo(int argc, char **argv);
+int grt_cmd_bench(int argc, char **argv);
 int grt_cmd_stats(int argc, char **argv);
 int grt_cmd_serve_demo(int argc, char **argv);
 

@@ -5,7 +5,8 @@
 #include "cli.h"
 
 static const grt_cli_command commands[] = {
-    {"demo", "teaching demos: `gpurt demo frag`", grt_cmd_demo},
+    {"demo", "teaching demos: `gpurt demo all`, `gpurt demo frag`, ...", grt_cmd_demo},
+    {"bench", "allocator benchmarks W1, W2, Demo 1, threads for every allocator", grt_cmd_bench},
     {"stats", "run a workload, print torch.cuda.memory_summary()-style stats", grt_cmd_stats},
     {"serve-demo", "pace a serving day while serving live /metrics", grt_cmd_serve_demo},
 };

@@ -1,0 +1,148 @@
+/* cmd_bench.c — `gpurt bench`: the allocator benchmarks of anchors.md, every allocator, one table.
+ *
+ *   W1      random churn on an 8 GiB heap: ns per free+alloc pair (median of runs)
+ *   W2      the same under pressure: failed allocations per 1e6, and how many
+ *           failed although one free range was large enough
+ *   demo1   Demo 1's layout (32 x 8 MB in 256 MB, free every other, then 16 MB)
+ *   threads 1 vs 2 host threads on their own streams: aggregate pairs/s
+ * The range allocators ("bins", "otree") are the block index run as a plain
+ * offset allocator, as the peers were run; the policies run through the
+ * allocator interface on a simulated device of the same size, on the same
+ * op stream. W3 (ML buffer lifetimes) is `gpurt compare` over minimalloc traces.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_runs.h"
+#include "cli.h"
+
+static const char *const policies[] = {"naive", "caching", "sharded", "bump", "buddy", "slab", "async"};
+#define N_POLICIES (sizeof policies / sizeof policies[0])
+
+typedef struct opts {
+  int json;
+  uint32_t runs;
+  uint32_t iterations;
+  const char *only;
+} opts;
+
+static int wants(const opts *o, const char *what) { return !o->only || strstr(o->only, what); }
+
+static void row(const opts *o, const char *workload, const char *alloc, double ns, int64_t failures, int64_t with_hole) {
+  if (o->json) {
+    printf("{\"workload\":\"%s\",\"allocator\":\"%s\"", workload, alloc);
+    if (ns >= 0) printf(",\"ns_per_pair\":%.2f", ns);
+    if (failures >= 0) printf(",\"failures\":%lld", (long long)failures);
+    if (with_hole >= 0) printf(",\"failures_with_hole\":%lld", (long long)with_hole);
+    printf("}\n");
+    return;
+  }
+  printf("  %-6s %-9s", workload, alloc);
+  if (ns >= 0) printf(" %10.1f ns/pair", ns); else printf(" %18s", "");
+  if (failures >= 0) printf(" %8lld failed", (long long)failures);
+  if (with_hole >= 0) printf(" (%lld with a big-enough hole)", (long long)with_hole);
+  printf("\n");
+}
+
+static int churn(const opts *o, const char *workload, int pressure) {
+  grt__churn_config cfg;
+  if (pressure)
+    grt__w2_config(&cfg, 42, 1);
+  else
+    grt__w1_config(&cfg, 42, o->runs);
+  cfg.iterations = o->iterations;
+  double base = 0;
+  for (int k = GRT__WALLOC_BINS; k < GRT__WALLOC_COUNT; k++) {
+    if (pressure && k == GRT__WALLOC_HARNESS) continue;
+    grt__churn_result r;
+    if (grt__churn_run(&cfg, (grt__workload_allocator)k, &r)) return 1;
+    const char *name = grt__workload_allocator_name((grt__workload_allocator)k);
+    row(o, workload, name, pressure ? -1 : r.ns_per_pair, (int64_t)r.failures,
+        pressure ? (int64_t)r.failures_with_hole : -1);
+    if (k == GRT__WALLOC_OTREE) base = r.ns_per_pair;
+  }
+  for (size_t p = 0; p < N_POLICIES; p++) {
+    policy_churn_result r;
+    if (bench_policy_churn(&cfg, policies[p], &r)) return 1;
+    row(o, workload, policies[p], pressure ? -1 : r.ns_per_pair, (int64_t)r.failures,
+        pressure ? (int64_t)r.failures_with_hole : -1);
+  }
+  (void)base;
+  return 0;
+}
+
+static int demo1(const opts *o) {
+  for (size_t p = 0; p < N_POLICIES; p++) {
+    demo1_result r;
+    if (bench_demo1(policies[p], &r)) return 1;
+    if (o->json) {
+      printf("{\"workload\":\"demo1\",\"allocator\":\"%s\",\"failures\":%llu,\"big_alloc_ok\":%s,"
+             "\"largest_free\":%llu,\"device_mallocs\":%llu}\n",
+             policies[p], (unsigned long long)r.fill_failures, r.big_ok ? "true" : "false",
+             (unsigned long long)r.largest_free, (unsigned long long)r.device_mallocs);
+    } else {
+      printf("  demo1  %-9s %2llu of 32 fills failed; 16 MB after freeing every other: %-4s largest free %4llu MB, "
+             "%llu device mallocs\n",
+             policies[p], (unsigned long long)r.fill_failures, r.big_ok ? "OK" : "FAIL",
+             (unsigned long long)(r.largest_free / GRT_MiB), (unsigned long long)r.device_mallocs);
+    }
+  }
+  return 0;
+}
+
+static int threads(const opts *o) {
+  static const char *const pols[] = {"caching", "sharded"};
+  uint64_t pairs = o->iterations;
+  for (int p = 0; p < 2; p++) {
+    double one = 0, two = 0;
+    for (uint32_t r = 0; r < o->runs; r++) { /* best of runs: the machine is shared */
+      double x, y;
+      if (bench_threads(pols[p], 1, pairs, &x) || bench_threads(pols[p], 2, pairs, &y)) return 1;
+      if (x > one) one = x;
+      if (y > two) two = y;
+    }
+    if (o->json)
+      printf("{\"workload\":\"threads\",\"allocator\":\"%s\",\"pairs_per_s_1\":%.0f,\"pairs_per_s_2\":%.0f,"
+             "\"scaling\":%.2f}\n", pols[p], one, two, two / one);
+    else
+      printf("  threads %-8s 1 thread %6.2f M pairs/s, 2 threads %6.2f M pairs/s: %.2fx\n", pols[p], one / 1e6,
+             two / 1e6, two / one);
+  }
+  return 0;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: gpurt bench [--json] [--runs N] [--iterations N] [--only w1,w2,demo1,threads]\n\n"
+          "Allocator benchmarks (../shared/reference/anchors.md): W1 speed, W2 failures under\n"
+          "pressure, Demo 1's layout, and multi-thread scaling, for the block index run as an\n"
+          "offset allocator (bins, otree) and for every policy. Defaults: 3 runs, 1,000,000 iterations.\n"
+          "W3 (ML buffer lifetimes) is `gpurt compare ../shared/traces/minimalloc/*.csv`.\n");
+}
+
+int grt_cmd_bench(int argc, char **argv) {
+  opts o = {0, 3, 1000000, NULL};
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--json")) {
+      o.json = 1;
+    } else if (!strcmp(argv[i], "--runs") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
+      o.runs = (uint32_t)atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--iterations") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
+      o.iterations = (uint32_t)atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+      o.only = argv[++i];
+    } else {
+      usage(strcmp(argv[i], "-h") && strcmp(argv[i], "--help") ? stderr : stdout);
+      return strcmp(argv[i], "-h") && strcmp(argv[i], "--help") ? 2 : 0;
+    }
+  }
+  if (!o.json) printf("== gpurt bench: %u runs, %u iterations ==\n", o.runs, o.iterations);
+  int rc = 0;
+  if (!rc && wants(&o, "w1")) rc = churn(&o, "W1", 0);
+  if (!rc && wants(&o, "w2")) rc = churn(&o, "W2", 1);
+  if (!rc && wants(&o, "demo1")) rc = demo1(&o);
+  if (!rc && wants(&o, "threads")) rc = threads(&o);
+  if (rc) fprintf(stderr, "gpurt bench: a run failed\n");
+  return rc;
+}
