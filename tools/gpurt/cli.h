@@ -13,6 +13,8 @@ typedef struct grt_cli_command {
 int grt_cli_wants_help(int argc, char **argv);
 
 int grt_cmd_demo(int argc, char **argv);
+int grt_cmd_replay(int argc, char **argv);
+int grt_cmd_compare(int argc, char **argv);
 
 /* Demos (tools/gpurt/demo_*.c). */
 int grt_demo_frag(int argc, char **argv);

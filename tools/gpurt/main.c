@@ -6,6 +6,8 @@
 
 static const grt_cli_command commands[] = {
     {"demo", "teaching demos: `gpurt demo frag`", grt_cmd_demo},
+    {"replay", "replay a trace through an allocator: summary, series, fidelity, report", grt_cmd_replay},
+    {"compare", "one table across allocator policies and traces", grt_cmd_compare},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -1,0 +1,89 @@
+/* replay_impl.h — the grt_replay object, shared by replay*.c, series.c and fidelity.c (internal).
+ *
+ * Live allocations: with a loaded trace (dense ids 0..n_ids-1) two arrays
+ * indexed by id; without one (the streaming reader passes the file's ids) a
+ * hash map from id to a pooled entry, so memory follows the live allocations.
+ * A live entry's ptr is the replay's address; REPLAY_FAILED marks an
+ * allocation the replay could not serve (its frees are skipped).
+ */
+#ifndef GRT_TRACE_REPLAY_IMPL_H
+#define GRT_TRACE_REPLAY_IMPL_H
+
+#include "base/u64map.h"
+#include "gpurt/replay.h"
+
+#define REPLAY_FAILED ((grt_devptr)1)
+
+typedef struct live_entry {
+  grt_devptr ptr;
+  uint64_t size;
+  struct live_entry *next_free;
+} live_entry;
+
+/* Per-alloc fidelity hook: recorded vs replay address (fidelity.c sets it). */
+typedef void (*grt__replay_alloc_hook)(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index,
+                                       grt_devptr got, grt_status st);
+/* Release hook: the recorded run of segment frees starting at index and what the replay released. */
+typedef void (*grt__replay_release_hook)(void *ctx, grt_replay *r, uint64_t index, const grt_devptr *released,
+                                         size_t n_released);
+
+struct grt_replay {
+  grt_replay_config cfg;
+  char policy[64];
+  grt_device *dev;
+  grt_allocator *alloc;
+  const grt_trace *trace;    /* attached trace or NULL */
+  grt_trace_info info;       /* of the attached/given trace (zeroed when none) */
+  bool have_info;
+  bool recorded_placement;
+  uint64_t pos;              /* events applied */
+  /* live allocations */
+  uint64_t n_ids;            /* dense mode when nonzero */
+  grt_devptr *id_ptr;
+  uint64_t *id_size;
+  grt__u64map id_map;        /* sparse mode: id -> live_entry */
+  live_entry *pool_free;
+  live_entry **slabs;
+  size_t n_slabs, cap_slabs;
+  grt__u64map imported;      /* start-state blocks still live: recorded addr -> 1 */
+  uint64_t live, peak_live;
+  /* release runs */
+  bool in_release_run;
+  grt_devptr hint;           /* placement hint pending until the next alloc */
+  /* counters */
+  grt_replay_summary sum;
+  uint64_t base_dev_alloc, base_dev_free, base_syncs;
+  /* series */
+  grt_replay_sample *series;
+  size_t n_series, cap_series;
+  char err[512];
+  /* hooks (fidelity) */
+  grt__replay_alloc_hook on_alloc;
+  grt__replay_release_hook on_release;
+  void *hook_ctx;
+};
+
+/* replay_start.c: device geometry and the PyTorch starting-state rebuild. */
+void grt__replay_geometry(const grt_replay_config *cfg, const grt_trace_info *info, bool recorded,
+                          grt_devptr *base, uint64_t *capacity);
+grt_status grt__replay_rebuild_start(grt_replay *r);
+/* Expandable segments' starting state (replay_expandable.c). */
+grt_status grt__replay_rebuild_expandable(grt_replay *r);
+/* The alloc configuration a trace asks for (its settings, then cfg->alloc_conf). */
+grt_status grt__replay_alloc_config(const grt_replay_config *cfg, const grt_trace_info *info, grt_alloc_config *out,
+                                    char *err, size_t err_size);
+
+/* series.c */
+grt_status grt__replay_record_sample(grt_replay *r);
+void grt__replay_fill_sample(grt_replay *r, grt_replay_sample *s);
+
+void grt__replay_set_error(grt_replay *r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Marks a recorded address as an imported live block (replay_start.c). */
+grt_status grt__replay_note_imported(grt_replay *r, grt_devptr addr);
+
+#endif
