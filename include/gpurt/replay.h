@@ -149,6 +149,41 @@ GRT_API const char *grt_replay_last_error(const grt_replay *r);
 GRT_API grt_status grt_replay_min_capacity(const grt_trace *trace, const grt_replay_config *cfg, uint64_t granularity,
                                            uint64_t *capacity, uint64_t *peak_live);
 
+/* ---- fidelity: does the faithful model place every allocation where PyTorch did? ---- */
+
+#define GRT_FIDELITY_MAX_SHOWN 8
+
+typedef struct grt_fidelity_divergence {
+  uint64_t event;         /* index of the alloc event */
+  uint64_t size;          /* requested bytes */
+  grt_stream_id stream;
+  grt_devptr recorded;    /* where PyTorch placed it */
+  grt_devptr replayed;    /* where the replay placed it (0: the replay could not serve it) */
+  char context[320];      /* what the replay had at the recorded address, and the event before */
+} grt_fidelity_divergence;
+
+typedef struct grt_fidelity_report {
+  uint64_t allocs;        /* alloc events with a recorded address (M) */
+  uint64_t exact;         /* placed at exactly the recorded address (N) */
+  uint64_t divergences;   /* allocs - exact */
+  grt_fidelity_divergence shown[GRT_FIDELITY_MAX_SHOWN]; /* the first divergences */
+  size_t n_shown;
+  size_t start_segments, start_blocks; /* the rebuilt starting state */
+  uint64_t releases;      /* recorded release moments (segment_free runs, oom) */
+  uint64_t releases_matching; /* where the replay released exactly the recorded segments */
+  char release_note[256]; /* the first release that differed */
+  size_t final_recorded, final_replayed; /* segments in the snapshot / in the replay at the end */
+  size_t final_matching;  /* same address, size and blocks (address, size, state) */
+  char layout_note[256];  /* the first final segment that differed */
+  bool expandable;        /* the trace used expandable segments */
+} grt_fidelity_report;
+
+/* Replays a PyTorch snapshot with the faithful caching policy on a device
+ * handing out the recorded segment addresses, from the rebuilt starting
+ * state, and scores it. On failure (e.g. the starting state cannot be
+ * rebuilt) err (may be NULL) gets the reason. */
+GRT_API grt_status grt_replay_fidelity(const grt_trace *trace, grt_fidelity_report *out, char *err, size_t err_size);
+
 #ifdef __cplusplus
 }
 #endif

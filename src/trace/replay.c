@@ -98,6 +98,19 @@ static void live_del(grt_replay *r, uint64_t id) {
   }
 }
 
+grt_devptr grt__replay_to_recorded(const grt_replay *r, grt_devptr a) {
+  for (size_t i = 0; i < r->n_xlate; i++)
+    if (a >= r->xlate[i].replay && a < r->xlate[i].replay + r->xlate[i].size) return a - r->xlate[i].replay + r->xlate[i].recorded;
+  return a;
+}
+
+grt_devptr grt__replay_to_replay(const grt_replay *r, grt_devptr a) {
+  for (size_t i = 0; i < r->n_xlate; i++)
+    if (a >= r->xlate[i].recorded && a < r->xlate[i].recorded + r->xlate[i].size)
+      return a - r->xlate[i].recorded + r->xlate[i].replay;
+  return a;
+}
+
 grt_status grt__replay_note_imported(grt_replay *r, grt_devptr addr) {
   return grt__u64map_put(&r->imported, addr, (void *)1) ? GRT_OK : GRT_ERR_NOMEM;
 }
@@ -115,6 +128,7 @@ static void free_replay(grt_replay *r) {
   for (size_t i = 0; i < r->n_slabs; i++) free(r->slabs[i]);
   free(r->slabs);
   free(r->series);
+  free(r->xlate);
   free(r);
 }
 
@@ -271,7 +285,7 @@ static grt_status do_free(grt_replay *r, const grt_trace_event *ev) {
   live_get(r, ev->id, &p, &size);
   if (!p) {
     if ((ev->flags & GRT_TRACE_F_ADDR) && grt__u64map_get(&r->imported, ev->addr)) {
-      grt_status st = grt_alloc_free(r->alloc, ev->addr);
+      grt_status st = grt_alloc_free(r->alloc, grt__replay_to_replay(r, ev->addr));
       if (st) {
         grt__replay_set_error(r, "free of the imported block at 0x%llx failed: %s", (unsigned long long)ev->addr,
                               grt_alloc_last_error(r->alloc));

@@ -20,6 +20,11 @@ typedef struct live_entry {
   struct live_entry *next_free;
 } live_entry;
 
+typedef struct grt__replay_xlate {
+  grt_devptr replay, recorded;
+  uint64_t size;
+} grt__replay_xlate;
+
 /* Per-alloc fidelity hook: recorded vs replay address (fidelity.c sets it). */
 typedef void (*grt__replay_alloc_hook)(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index,
                                        grt_devptr got, grt_status st);
@@ -57,6 +62,10 @@ struct grt_replay {
   grt_replay_sample *series;
   size_t n_series, cap_series;
   char err[512];
+  /* address translation (expandable segments: the replay's reservations sit
+     elsewhere than the recorded ones; offsets inside them are kept) */
+  grt__replay_xlate *xlate;
+  size_t n_xlate;
   /* hooks (fidelity) */
   grt__replay_alloc_hook on_alloc;
   grt__replay_release_hook on_release;
@@ -85,5 +94,13 @@ void grt__replay_set_error(grt_replay *r, const char *fmt, ...)
 
 /* Marks a recorded address as an imported live block (replay_start.c). */
 grt_status grt__replay_note_imported(grt_replay *r, grt_devptr addr);
+
+/* Recorded address <-> the replay's (identity outside the translated ranges). */
+grt_devptr grt__replay_to_recorded(const grt_replay *r, grt_devptr replay);
+grt_devptr grt__replay_to_replay(const grt_replay *r, grt_devptr recorded);
+
+/* Recorded address <-> the replay's (identity outside the translated ranges). */
+grt_devptr grt__replay_to_recorded(const grt_replay *r, grt_devptr replay);
+grt_devptr grt__replay_to_replay(const grt_replay *r, grt_devptr recorded);
 
 #endif
