@@ -142,7 +142,7 @@ GRT_API grt_device *grt_replay_device(grt_replay *r);
 GRT_API const char *grt_replay_last_error(const grt_replay *r);
 
 /* The smallest device capacity (to `granularity` bytes; 0 = automatic,
- * max(512, peak live / 1024)) on which the trace replays with zero OOMs,
+ * peak live / 1024 rounded up to 512 B) on which the trace replays with zero OOMs,
  * found by doubling then bisection with a fresh device and allocator each
  * time (first-fit placement, no start-state rebuild, no series, no callback).
  * *peak_live gets the trace's peak live bytes (may be NULL). */

@@ -44,7 +44,7 @@ grt_status grt_replay_min_capacity(const grt_trace *trace, const grt_replay_conf
   if (st) return st;
   if (peak_live) *peak_live = live;
   if (!ok) return GRT_ERR_OOM;
-  uint64_t g = granularity ? granularity : live / 1024;
+  uint64_t g = granularity ? granularity : (live / 1024 + 511) / 512 * 512; /* device-aligned steps */
   if (g < 512) g = 512;
   /* below the peak live bytes nothing fits: lo is known to fail */
   uint64_t lo = live ? (live - 1) / g * g : 0, hi = lo + g;

@@ -200,26 +200,38 @@ static void apply_gap_rule(start_state *s) {
   }
 }
 
+/* Expandable: the final mapped ranges (recorded coordinates), imported with their translations. */
+static grt_status expandable_segments(grt_replay *r, start_state *s) {
+  grt_status st = grt__replay_rebuild_expandable(r);
+  for (size_t i = 0; i < r->info.n_segments && !st; i++) {
+    const grt_trace_segment *g = &r->info.segments[i];
+    start_seg v = {g->addr, g->total_size, g->stream, g->is_large};
+    if (g->is_expandable && !push((void **)&s->segs, &s->n_segs, &s->cap_segs, sizeof v, &v)) st = GRT_ERR_NOMEM;
+  }
+  if (s->n_segs) qsort(s->segs, s->n_segs, sizeof *s->segs, cmp_seg);
+  return st;
+}
+
 grt_status grt__replay_rebuild_start(grt_replay *r) {
   const grt_trace_info *in = &r->info;
   grt_alloc_config ac;
   char msg[128];
   grt_status st = grt__replay_alloc_config(&r->cfg, in, &ac, msg, sizeof msg);
   if (st) return st;
-  for (size_t i = 0; i < in->n_segments; i++)
-    if (in->segments[i].is_expandable) return grt__replay_rebuild_expandable(r);
+  bool expandable = ac.expandable_segments;
   start_state s;
   memset(&s, 0, sizeof s);
-  if (!(st = collect_segments(in, &s)) && !(st = collect_blocks(in, &ac, &s))) {
-    apply_gap_rule(&s);
-    for (size_t i = 0; i < s.n_segs && !st; i++) {
+  st = expandable ? expandable_segments(r, &s) : collect_segments(in, &s);
+  if (!st && !(st = collect_blocks(in, &ac, &s))) {
+    if (!expandable) apply_gap_rule(&s); /* expandable blocks split whenever 512 B would remain */
+    for (size_t i = 0; i < s.n_segs && !st && !expandable; i++) {
       st = grt_alloc_import_segment(r->alloc, s.segs[i].addr, s.segs[i].size, s.segs[i].stream, s.segs[i].is_large);
       if (st) grt__replay_set_error(r, "rebuilding the start: %s", grt_alloc_last_error(r->alloc));
     }
     for (size_t i = 0; i < s.n_blocks && !st; i++) {
       const start_block *b = &s.blocks[i];
       if (!seg_of(&s, b->addr)) continue; /* not in a segment that existed: nothing to rebuild */
-      st = grt_alloc_import_block(r->alloc, b->addr, b->size, b->requested);
+      st = grt_alloc_import_block(r->alloc, grt__replay_to_replay(r, b->addr), b->size, b->requested);
       if (st) {
         grt__replay_set_error(r, "rebuilding the start: block 0x%llx (+%llu): %s", (unsigned long long)b->addr,
                               (unsigned long long)b->size, grt_alloc_last_error(r->alloc));
