@@ -2,7 +2,7 @@
 # Installs the Debian packages gpurt needs, only those missing. Run as root
 # (or with sudo available). Extra package names may be passed as arguments.
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build pkg-config libcmocka-dev "$@")
+pkgs=(build-essential cmake ninja-build pkg-config libcmocka-dev chromium "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -17,7 +17,7 @@
 #define PAD_B 28
 #define PLOT_POINTS 1200
 #define MAP_W 760
-#define MAP_ROW 7
+#define MAP_ROW 10
 #define MAP_MAX_SEGMENTS 400
 
 static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",

@@ -1,0 +1,130 @@
+/* bench_replay.c — replay speed on the native format.
+ *
+ * Usage: bench_replay [--events N] [--live L] [--policy P] [--keep FILE]
+ * Writes a synthetic native trace of N events (default 20M: alloc/free churn
+ * over L live allocations, default 1000, sizes log-uniform 512 B .. 8 MiB,
+ * 4 streams) to a temporary file with the streaming writer, then times, in
+ * this process:
+ *   parse   the streaming reader with an empty callback (the baseline);
+ *   replay  the streaming reader feeding the replayer with the policy
+ *           (default caching), no series.
+ * Prints events/s for both and their ratio, and the peak resident memory.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/rng.h"
+#include "gpurt/replay.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int write_trace(const char *path, uint64_t n_events, uint32_t live) {
+  FILE *f = fopen(path, "w");
+  if (!f) return 1;
+  static char buf[1 << 20];
+  setvbuf(f, buf, _IOFBF, sizeof buf);
+  grt__rng rng;
+  grt__rng_seed(&rng, 42);
+  uint64_t *ids = calloc(live, sizeof *ids), *sizes = calloc(live, sizeof *sizes), next_id = 0;
+  if (!ids || !sizes) return 1;
+  grt_trace_write_native_header(f);
+  grt_trace_event ev;
+  memset(&ev, 0, sizeof ev);
+  uint64_t written = 0;
+  for (uint32_t i = 0; i < live && written < n_events; i++, written++) {
+    ids[i] = next_id++;
+    sizes[i] = (uint64_t)512 << grt__rng_below(&rng, 15);
+    sizes[i] += grt__rng_below(&rng, sizes[i]);
+    ev = (grt_trace_event){.id = ids[i], .size = sizes[i], .kind = GRT_TRACE_ALLOC};
+    grt_trace_write_native_event(f, &ev, i % 4);
+  }
+  while (written + 2 <= n_events) {
+    uint32_t slot = (uint32_t)grt__rng_below(&rng, live);
+    ev = (grt_trace_event){.id = ids[slot], .size = sizes[slot], .kind = GRT_TRACE_FREE_COMPLETED};
+    grt_trace_write_native_event(f, &ev, slot % 4);
+    ids[slot] = next_id++;
+    sizes[slot] = (uint64_t)512 << grt__rng_below(&rng, 15);
+    sizes[slot] += grt__rng_below(&rng, sizes[slot]);
+    ev = (grt_trace_event){.id = ids[slot], .size = sizes[slot], .kind = GRT_TRACE_ALLOC};
+    grt_trace_write_native_event(f, &ev, slot % 4);
+    written += 2;
+  }
+  free(ids);
+  free(sizes);
+  return fclose(f) ? 1 : 0;
+}
+
+static grt_status count_event(void *ctx, const grt_trace_event *ev, grt_stream_id stream) {
+  (void)stream;
+  *(uint64_t *)ctx += ev->kind == GRT_TRACE_ALLOC;
+  return GRT_OK;
+}
+
+int main(int argc, char **argv) {
+  uint64_t n = 20000000;
+  uint32_t live = 1000;
+  const char *policy = "caching", *keep = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--events") && i + 1 < argc) n = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--live") && i + 1 < argc) live = (uint32_t)strtoul(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--policy") && i + 1 < argc) policy = argv[++i];
+    else if (!strcmp(argv[i], "--keep") && i + 1 < argc) keep = argv[++i];
+    else {
+      fprintf(stderr, "usage: bench_replay [--events N] [--live L] [--policy P] [--keep FILE]\n");
+      return 2;
+    }
+  }
+  if (live == 0 || n < live) {
+    fprintf(stderr, "bench_replay: need --live >= 1 and --events >= --live\n");
+    return 2;
+  }
+  char tmp[] = "/tmp/bench_replay_XXXXXX";
+  const char *path = keep;
+  if (!path) {
+    int fd = mkstemp(tmp);
+    if (fd < 0) return 1;
+    close(fd);
+    path = tmp;
+  }
+  double t0 = now_s();
+  if (write_trace(path, n, live)) {
+    fprintf(stderr, "bench_replay: cannot write %s\n", path);
+    return 1;
+  }
+  double t1 = now_s();
+  uint64_t allocs = 0;
+  grt_trace_error err;
+  grt_status st = grt_trace_read_native_stream(path, count_event, &allocs, &err);
+  double t2 = now_s();
+  grt_replay_config c;
+  grt_replay_config_default(&c);
+  c.policy = policy;
+  grt_replay_summary s;
+  if (!st) st = grt_replay_stream_file(path, &c, &s, &err);
+  double t3 = now_s();
+  if (!keep) unlink(path);
+  if (st) {
+    fprintf(stderr, "bench_replay: %s:%llu: %s\n", path, (unsigned long long)err.line, err.reason);
+    return 1;
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  double parse = (double)n / (t2 - t1), replay = (double)n / (t3 - t2);
+  printf("bench_replay: %llu events (%llu allocs, %u live), policy %s\n", (unsigned long long)n,
+         (unsigned long long)allocs, live, policy);
+  printf("  write (fprintf)   %6.2f s\n", t1 - t0);
+  printf("  parse only        %6.2f s  %6.2f M events/s   (baseline)\n", t2 - t1, parse / 1e6);
+  printf("  parse + replay    %6.2f s  %6.2f M events/s   (%.2fx the parse-only time)\n", t3 - t2, replay / 1e6,
+         (t3 - t2) / (t2 - t1));
+  printf("  peak reserved %.1f MiB, device mallocs %llu; max RSS %ld MiB\n", (double)s.peak_reserved / 1048576.0,
+         (unsigned long long)s.device_mallocs, ru.ru_maxrss / 1024);
+  return 0;
+}
