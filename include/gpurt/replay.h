@@ -26,6 +26,7 @@
  * after every event.
  *
  * Thread safety: a grt_replay is single-threaded; the caller serializes calls.
+ * grt_replay_stream_file starts one reader thread of its own for its duration.
  * Distinct replays share nothing.
  */
 #ifndef GPURT_REPLAY_H
@@ -124,7 +125,11 @@ GRT_API grt_status grt_replay_step(grt_replay *r, bool *done);
 GRT_API grt_status grt_replay_run(grt_replay *r);
 
 /* Replays a native trace file with the streaming reader (constant memory plus
- * the live allocations). err (may be NULL) gets the line of a failure. */
+ * the live allocations): a reader thread parses batches of events while the
+ * calling thread replays them (and runs the step callback). err (may be
+ * NULL) gets the line of a failure; when the replay itself fails, the file is
+ * replayed again on one thread to find that line, so a step callback sees the
+ * events before the failure twice. */
 GRT_API grt_status grt_replay_stream_file(const char *path, const grt_replay_config *cfg, grt_replay_summary *out,
                                           grt_trace_error *err);
 

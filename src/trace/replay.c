@@ -473,24 +473,3 @@ uint64_t grt_replay_position(const grt_replay *r) { return r ? r->pos : 0; }
 grt_allocator *grt_replay_allocator(grt_replay *r) { return r ? r->alloc : NULL; }
 grt_device *grt_replay_device(grt_replay *r) { return r ? r->dev : NULL; }
 const char *grt_replay_last_error(const grt_replay *r) { return r ? r->err : ""; }
-
-/* ---- streaming ---- */
-
-static grt_status stream_event(void *ctx, const grt_trace_event *ev, grt_stream_id stream) {
-  return grt_replay_feed(ctx, ev, stream);
-}
-
-grt_status grt_replay_stream_file(const char *path, const grt_replay_config *cfg, grt_replay_summary *out,
-                                  grt_trace_error *err) {
-  if (!path || !out) return GRT_ERR_INVALID_ARG;
-  grt_replay *r;
-  grt_status st = grt_replay_create(cfg, NULL, &r);
-  if (st) return st;
-  st = grt_trace_read_native_stream(path, stream_event, r, err);
-  if (st && err && r->err[0]) { /* the replay's reason, with the reader's line */
-    snprintf(err->reason, sizeof err->reason, "%.200s", r->err);
-  }
-  if (!st) st = grt_replay_get_summary(r, out);
-  grt_replay_destroy(r);
-  return st;
-}
