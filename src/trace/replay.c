@@ -33,37 +33,48 @@ void grt__replay_set_error(grt_replay *r, const char *fmt, ...) {
 
 /* ---- live allocations ---- */
 
-static live_entry *entry_new(grt_replay *r) {
-  if (!r->pool_free) {
-    if (r->n_slabs == r->cap_slabs) {
-      size_t cap = r->cap_slabs ? r->cap_slabs * 2 : 8;
-      live_entry **s = realloc(r->slabs, cap * sizeof *s);
-      if (!s) return NULL;
-      r->slabs = s;
-      r->cap_slabs = cap;
-    }
-    size_t n = (size_t)1024 << (r->n_slabs < 10 ? r->n_slabs : 10);
-    live_entry *slab = malloc(n * sizeof *slab);
-    if (!slab) return NULL;
-    r->slabs[r->n_slabs++] = slab;
-    for (size_t i = 0; i < n; i++) {
-      slab[i].next_free = r->pool_free;
-      r->pool_free = &slab[i];
-    }
+/* Sparse mode: open addressing on the id, entries inline, linear probing with
+ * backward-shift deletion (no tombstones), grown at 1/2 load. */
+static inline size_t id_hash(uint64_t id) {
+  id ^= id >> 31;
+  id *= 0x9e3779b97f4a7c15ULL;
+  return (size_t)(id ^ (id >> 29));
+}
+
+static live_entry *id_find(const grt_replay *r, uint64_t id) {
+  if (!r->tab) return NULL;
+  for (size_t i = id_hash(id) & r->tab_mask;; i = (i + 1) & r->tab_mask) {
+    live_entry *e = &r->tab[i];
+    if (e->id == id) return e;
+    if (e->id == UINT64_MAX) return NULL;
   }
-  live_entry *e = r->pool_free;
-  r->pool_free = e->next_free;
-  return e;
+}
+
+static bool id_grow(grt_replay *r) {
+  size_t old_cap = r->tab ? r->tab_mask + 1 : 0, cap = old_cap ? old_cap * 2 : 1024;
+  live_entry *t = malloc(cap * sizeof *t);
+  if (!t) return false;
+  for (size_t i = 0; i < cap; i++) t[i].id = UINT64_MAX;
+  for (size_t i = 0; i < old_cap; i++) {
+    if (r->tab[i].id == UINT64_MAX) continue;
+    size_t j = id_hash(r->tab[i].id) & (cap - 1);
+    while (t[j].id != UINT64_MAX) j = (j + 1) & (cap - 1);
+    t[j] = r->tab[i];
+  }
+  free(r->tab);
+  r->tab = t;
+  r->tab_mask = cap - 1;
+  return true;
 }
 
 /* Looks up a live id: *ptr 0 when not live. */
-static void live_get(grt_replay *r, uint64_t id, grt_devptr *ptr, uint64_t *size) {
+static inline void live_get(grt_replay *r, uint64_t id, grt_devptr *ptr, uint64_t *size) {
   if (r->n_ids) {
     *ptr = id < r->n_ids ? r->id_ptr[id] : 0;
     *size = *ptr ? r->id_size[id] : 0;
     return;
   }
-  live_entry *e = grt__u64map_get(&r->id_map, id);
+  live_entry *e = id_find(r, id);
   *ptr = e ? e->ptr : 0;
   *size = e ? e->size : 0;
 }
@@ -74,15 +85,11 @@ static grt_status live_put(grt_replay *r, uint64_t id, grt_devptr ptr, uint64_t 
     r->id_size[id] = size;
     return GRT_OK;
   }
-  live_entry *e = entry_new(r);
-  if (!e) return GRT_ERR_NOMEM;
-  e->ptr = ptr;
-  e->size = size;
-  if (!grt__u64map_put(&r->id_map, id, e)) {
-    e->next_free = r->pool_free;
-    r->pool_free = e;
-    return GRT_ERR_NOMEM;
-  }
+  if ((!r->tab || 2 * (r->tab_count + 1) > r->tab_mask + 1) && !id_grow(r)) return GRT_ERR_NOMEM;
+  size_t i = id_hash(id) & r->tab_mask;
+  while (r->tab[i].id != UINT64_MAX && r->tab[i].id != id) i = (i + 1) & r->tab_mask;
+  if (r->tab[i].id == UINT64_MAX) r->tab_count++;
+  r->tab[i] = (live_entry){id, ptr, size};
   return GRT_OK;
 }
 
@@ -91,11 +98,19 @@ static void live_del(grt_replay *r, uint64_t id) {
     r->id_ptr[id] = 0;
     return;
   }
-  live_entry *e = grt__u64map_del(&r->id_map, id);
-  if (e) {
-    e->next_free = r->pool_free;
-    r->pool_free = e;
+  live_entry *e = id_find(r, id);
+  if (!e) return;
+  size_t hole = (size_t)(e - r->tab), mask = r->tab_mask;
+  for (size_t i = (hole + 1) & mask; r->tab[i].id != UINT64_MAX; i = (i + 1) & mask) {
+    size_t home = id_hash(r->tab[i].id) & mask;
+    /* move entry i into the hole when its home is not in (hole, i] */
+    if (((i - home) & mask) >= ((i - hole) & mask)) {
+      r->tab[hole] = r->tab[i];
+      hole = i;
+    }
   }
+  r->tab[hole].id = UINT64_MAX;
+  r->tab_count--;
 }
 
 grt_devptr grt__replay_to_recorded(const grt_replay *r, grt_devptr a) {
@@ -123,10 +138,8 @@ static void free_replay(grt_replay *r) {
   grt_device_destroy(r->dev);
   free(r->id_ptr);
   free(r->id_size);
-  grt__u64map_free(&r->id_map);
+  free(r->tab);
   grt__u64map_free(&r->imported);
-  for (size_t i = 0; i < r->n_slabs; i++) free(r->slabs[i]);
-  free(r->slabs);
   free(r->series);
   free(r->xlate);
   free(r);
@@ -152,7 +165,6 @@ static grt_status make_replay(const grt_replay_config *cfg, const grt_trace_info
   if (!r->cfg.policy) r->cfg.policy = "caching";
   snprintf(r->policy, sizeof r->policy, "%s", r->cfg.policy);
   r->cfg.policy = r->policy;
-  grt__u64map_init(&r->id_map);
   grt__u64map_init(&r->imported);
   if (info) {
     r->info = *info;

@@ -1,8 +1,8 @@
 /* replay_impl.h — the grt_replay object, shared by replay*.c, series.c and fidelity.c (internal).
  *
  * Live allocations: with a loaded trace (dense ids 0..n_ids-1) two arrays
- * indexed by id; without one (the streaming reader passes the file's ids) a
- * hash map from id to a pooled entry, so memory follows the live allocations.
+ * indexed by id; without one (the streaming reader passes the file's ids) an
+ * open-addressing table of live ids, so memory follows the live allocations.
  * A live entry's ptr is the replay's address; REPLAY_FAILED marks an
  * allocation the replay could not serve (its frees are skipped).
  */
@@ -15,9 +15,9 @@
 #define REPLAY_FAILED ((grt_devptr)1)
 
 typedef struct live_entry {
+  uint64_t id; /* UINT64_MAX: empty slot */
   grt_devptr ptr;
   uint64_t size;
-  struct live_entry *next_free;
 } live_entry;
 
 typedef struct grt__replay_xlate {
@@ -46,10 +46,8 @@ struct grt_replay {
   uint64_t n_ids;            /* dense mode when nonzero */
   grt_devptr *id_ptr;
   uint64_t *id_size;
-  grt__u64map id_map;        /* sparse mode: id -> live_entry */
-  live_entry *pool_free;
-  live_entry **slabs;
-  size_t n_slabs, cap_slabs;
+  live_entry *tab;           /* sparse mode: open-addressing table of live ids */
+  size_t tab_mask, tab_count;
   grt__u64map imported;      /* start-state blocks still live: recorded addr -> 1 */
   uint64_t live, peak_live;
   /* release runs */
