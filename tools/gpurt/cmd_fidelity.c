@@ -10,6 +10,10 @@
 #include "replay_util.h"
 
 int cli_fidelity(const char *path, int device, const char *html) {
+  if (html) {
+    fprintf(stderr, "gpurt replay: --fidelity prints a text report; for the HTML report run without --fidelity\n");
+    return 2;
+  }
   grt_trace *t = cli_load_trace("replay", path, device);
   if (!t) return 1;
   grt_trace_info info;
@@ -53,7 +57,6 @@ int cli_fidelity(const char *path, int device, const char *html) {
       printf("      %s\n", d->context);
     }
   }
-  (void)html;
   double pct = rep.allocs ? 100.0 * (double)rep.exact / (double)rep.allocs : 100.0;
   printf("exact-address match: %" PRIu64 "/%" PRIu64 " (%.2f%%)\n", rep.exact, rep.allocs, pct);
   grt_trace_destroy(t);

@@ -4,10 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "replay_util.h"
 
 #define SEARCH_AUTO_MAX_EVENTS 2000000u
+#define STREAM_MIN_BYTES ((uint64_t)32 << 20)
 
 void cli_run_opts_default(cli_run_opts *o) {
   memset(o, 0, sizeof *o);
@@ -140,8 +142,14 @@ static int stream_run(const char *path, const cli_run_opts *o, cli_run *run) {
   c.on_step = cli_progress_step;
   c.step_ctx = &prog;
   grt_trace_error err;
+  memset(&err, 0, sizeof err);
   grt_status st = grt_replay_stream_file(path, &c, &run->sum, &err);
   cli_progress_done(&prog);
+  if (st && !err.file[0]) { /* the replay could not even start */
+    fprintf(stderr, "gpurt: cannot replay %s with policy '%s': %s\n", cli_basename(path), o->policy,
+            st == GRT_ERR_NOT_FOUND ? "no such policy" : grt_status_str(st));
+    return 1;
+  }
   if (st) {
     char msg[600];
     grt_trace_error_format(&err, msg, sizeof msg);
@@ -153,7 +161,11 @@ static int stream_run(const char *path, const cli_run_opts *o, cli_run *run) {
 }
 
 int cli_run_trace(const char *path, const cli_run_opts *o, cli_run *run) {
-  if (cli_is_native(path) && !o->series && o->search != 1 && !o->snapshots) return stream_run(path, o, run);
+  /* big native files stream (memory follows the live allocations); small ones load, for the search */
+  struct stat sb;
+  bool big = stat(path, &sb) == 0 && (uint64_t)sb.st_size > STREAM_MIN_BYTES;
+  if (cli_is_native(path) && !o->series && !o->snapshots && (o->search == 0 || (o->search == -1 && big)))
+    return stream_run(path, o, run);
   grt_trace *t = cli_load_trace("replay", path, o->device);
   if (!t) return 1;
   int rc = cli_run_loaded(t, path, o, run);
