@@ -58,6 +58,7 @@ static void test_fidelity(void **state) {
                (unsigned long long)x->allocs, rep.n_shown ? rep.shown[0].context : "-");
     assert_int_equal(rep.final_recorded, x->final_segments);
     if (rep.final_matching != x->final_segments) fail_msg("%s: final layout: %s", x->file, rep.layout_note);
+    if (!rep.structure_ok) fail_msg("%s: allocator walker: %s", x->file, rep.structure_note);
     assert_int_equal(rep.releases, x->releases);
     assert_int_equal(rep.releases_matching, x->releases);
     grt_trace_destroy(t);

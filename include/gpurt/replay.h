@@ -181,6 +181,8 @@ typedef struct grt_fidelity_report {
   size_t final_matching;  /* same address, size and blocks (address, size, state) */
   char layout_note[256];  /* the first final segment that differed */
   bool expandable;        /* the trace used expandable segments */
+  bool structure_ok;      /* grt_alloc_check passed on the replay's final state */
+  char structure_note[256]; /* its first violation otherwise */
 } grt_fidelity_report;
 
 /* Replays a PyTorch snapshot with the faithful caching policy on a device

@@ -191,6 +191,7 @@ grt_status grt_replay_fidelity(const grt_trace *trace, grt_fidelity_report *out,
     if (err) snprintf(err, err_size, "%s", r->err);
   } else {
     compare_layout(r, &r->info, out);
+    out->structure_ok = grt_alloc_check(r->alloc, out->structure_note, sizeof out->structure_note) == GRT_OK;
   }
   grt_replay_destroy(r);
   return st;
