@@ -69,7 +69,7 @@ static bool id_grow(grt_replay *r) {
 
 /* Looks up a live id: *ptr 0 when not live. */
 static inline void live_get(grt_replay *r, uint64_t id, grt_devptr *ptr, uint64_t *size) {
-  if (r->n_ids) {
+  if (r->dense) {
     *ptr = id < r->n_ids ? r->id_ptr[id] : 0;
     *size = *ptr ? r->id_size[id] : 0;
     return;
@@ -80,7 +80,7 @@ static inline void live_get(grt_replay *r, uint64_t id, grt_devptr *ptr, uint64_
 }
 
 static grt_status live_put(grt_replay *r, uint64_t id, grt_devptr ptr, uint64_t size) {
-  if (r->n_ids) {
+  if (r->dense) {
     r->id_ptr[id] = ptr;
     r->id_size[id] = size;
     return GRT_OK;
@@ -94,7 +94,7 @@ static grt_status live_put(grt_replay *r, uint64_t id, grt_devptr ptr, uint64_t 
 }
 
 static void live_del(grt_replay *r, uint64_t id) {
-  if (r->n_ids) {
+  if (r->dense) {
     r->id_ptr[id] = 0;
     return;
   }
@@ -201,6 +201,7 @@ grt_status grt_replay_create(const grt_replay_config *cfg, const grt_trace_info 
   r->sum.capacity = dc.capacity;
   if (info && info->n_ids && info->events) {
     r->n_ids = info->n_ids;
+    r->dense = true;
     r->id_ptr = calloc(info->n_ids, sizeof *r->id_ptr);
     r->id_size = calloc(info->n_ids, sizeof *r->id_size);
     if (!r->id_ptr || !r->id_size) {
@@ -239,6 +240,26 @@ grt_status grt_replay_destroy(grt_replay *r) {
 
 /* ---- events ---- */
 
+/* Slot mode: the dense arrays grow to hold slot `id`. */
+static grt_status grow_slots(grt_replay *r, uint64_t id) {
+  uint64_t n = r->n_ids ? r->n_ids * 2 : 1024;
+  while (n <= id) n *= 2;
+  grt_devptr *p = realloc(r->id_ptr, n * sizeof *p);
+  if (!p) return GRT_ERR_NOMEM;
+  r->id_ptr = p;
+  uint64_t *z = realloc(r->id_size, n * sizeof *z);
+  if (!z) return GRT_ERR_NOMEM;
+  r->id_size = z;
+  memset(r->id_ptr + r->n_ids, 0, (n - r->n_ids) * sizeof *p);
+  r->n_ids = n;
+  return GRT_OK;
+}
+
+void grt__replay_use_slots(grt_replay *r) {
+  r->dense = true;
+  r->slots = true;
+}
+
 static void note_oom(grt_replay *r, uint64_t size) {
   r->sum.ooms++;
   if (r->sum.has_oom) return;
@@ -253,7 +274,7 @@ static grt_status do_alloc(grt_replay *r, const grt_trace_event *ev, grt_stream_
   grt_devptr p, old;
   uint64_t old_size;
   live_get(r, ev->id, &old, &old_size);
-  if (r->n_ids && ev->id >= r->n_ids) {
+  if (r->dense && ev->id >= r->n_ids && !(r->slots && grow_slots(r, ev->id) == GRT_OK)) {
     grt__replay_set_error(r, "alloc id %llu is outside the trace's ids", (unsigned long long)ev->id);
     return GRT_ERR_PARSE;
   }
@@ -374,6 +395,15 @@ static grt_status do_release(grt_replay *r) {
 
 static grt_status apply(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream) {
   grt_trace_kind k = (grt_trace_kind)ev->kind;
+  if (r->slots && ev->reserved) { /* the reader thread's verdicts on the file's ids */
+    r->in_release_run = false;
+    if (ev->reserved == GRT__SLOT_DUPLICATE) {
+      grt__replay_set_error(r, "alloc of id %llu which is still live", (unsigned long long)ev->id);
+      return GRT_ERR_PARSE;
+    }
+    if (k == GRT_TRACE_FREE_COMPLETED) r->sum.unmatched_frees++; /* GRT__SLOT_UNMATCHED */
+    return GRT_OK;
+  }
   bool release_kind = k == GRT_TRACE_SEGMENT_FREE || k == GRT_TRACE_SEGMENT_UNMAP || k == GRT_TRACE_OOM;
   if (!release_kind) r->in_release_run = false;
   switch (k) {

@@ -43,7 +43,9 @@ struct grt_replay {
   bool recorded_placement;
   uint64_t pos;              /* events applied */
   /* live allocations */
-  uint64_t n_ids;            /* dense mode when nonzero */
+  bool dense;                /* ids index the arrays below */
+  bool slots;                /* dense arrays of reader-assigned slots, grown on demand */
+  uint64_t n_ids;            /* array length */
   grt_devptr *id_ptr;
   uint64_t *id_size;
   live_entry *tab;           /* sparse mode: open-addressing table of live ids */
@@ -93,9 +95,23 @@ void grt__replay_set_error(grt_replay *r, const char *fmt, ...)
 /* Marks a recorded address as an imported live block (replay_start.c). */
 grt_status grt__replay_note_imported(grt_replay *r, grt_devptr addr);
 
+/* Slot mode (replay_stream.c): the reader thread maps file ids to small
+ * reusable slots, so the replaying thread indexes arrays instead of hashing;
+ * its verdicts travel in grt_trace_event.reserved. */
+#define GRT__SLOT_DUPLICATE 1 /* alloc of a live id (ev->id is the file's id) */
+#define GRT__SLOT_UNMATCHED 2 /* a free of no live allocation */
+void grt__replay_use_slots(grt_replay *r);
+
 /* Recorded address <-> the replay's (identity outside the translated ranges). */
 grt_devptr grt__replay_to_recorded(const grt_replay *r, grt_devptr replay);
 grt_devptr grt__replay_to_replay(const grt_replay *r, grt_devptr recorded);
+
+/* Slot mode (replay_stream.c): the reader thread maps file ids to small
+ * reusable slots, so the replaying thread indexes arrays instead of hashing;
+ * its verdicts travel in grt_trace_event.reserved. */
+#define GRT__SLOT_DUPLICATE 1 /* alloc of a live id (ev->id is the file's id) */
+#define GRT__SLOT_UNMATCHED 2 /* a free of no live allocation */
+void grt__replay_use_slots(grt_replay *r);
 
 /* Recorded address <-> the replay's (identity outside the translated ranges). */
 grt_devptr grt__replay_to_recorded(const grt_replay *r, grt_devptr replay);

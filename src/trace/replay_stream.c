@@ -1,8 +1,9 @@
 /* replay_stream.c — replaying a native trace file without loading it.
  *
- * Two stages on two threads: a reader thread runs the streaming parser and
- * fills batches of events; the caller's thread replays them (and runs the
- * step callback). NBATCH batches circulate, so memory stays constant and the
+ * Two stages on two threads: a reader thread runs the streaming parser, maps
+ * the file's allocation ids to small reusable slots (a hash lookup the
+ * replaying thread then does not pay: it indexes arrays) and fills batches of
+ * events; the caller's thread replays them (and runs the step callback). NBATCH batches circulate, so memory stays constant and the
  * throughput is that of the slower stage. When the replay reports an error
  * the read is stopped and the file is replayed again on one thread, which
  * yields the same error with the reader's line number (errors are rare; the
@@ -34,7 +35,97 @@ typedef struct pipe_state {
   grt_status read_st;  /* the reader's result (written before done) */
   grt_trace_error err;
   const char *path;
+  /* reader thread only: file id -> slot (open addressing), free slots */
+  struct slot_entry { uint64_t id, slot; } *tab;
+  size_t tab_mask, tab_count;
+  uint64_t *free_slots;
+  size_t n_free, cap_free;
+  uint64_t next_slot;
 } pipe_state;
+
+typedef struct slot_entry slot_entry;
+
+static inline size_t slot_hash(uint64_t id) {
+  id ^= id >> 31;
+  id *= 0x9e3779b97f4a7c15ULL;
+  return (size_t)(id ^ (id >> 29));
+}
+
+static slot_entry *slot_find(pipe_state *p, uint64_t id) {
+  for (size_t i = slot_hash(id) & p->tab_mask;; i = (i + 1) & p->tab_mask) {
+    if (p->tab[i].id == id) return &p->tab[i];
+    if (p->tab[i].id == UINT64_MAX) return NULL;
+  }
+}
+
+static bool slot_grow(pipe_state *p) {
+  size_t old = p->tab ? p->tab_mask + 1 : 0, cap = old ? old * 2 : 1024;
+  slot_entry *t = malloc(cap * sizeof *t);
+  if (!t) return false;
+  for (size_t i = 0; i < cap; i++) t[i].id = UINT64_MAX;
+  for (size_t i = 0; i < old; i++) {
+    if (p->tab[i].id == UINT64_MAX) continue;
+    size_t j = slot_hash(p->tab[i].id) & (cap - 1);
+    while (t[j].id != UINT64_MAX) j = (j + 1) & (cap - 1);
+    t[j] = p->tab[i];
+  }
+  free(p->tab);
+  p->tab = t;
+  p->tab_mask = cap - 1;
+  return true;
+}
+
+static void slot_erase(pipe_state *p, slot_entry *e) {
+  size_t hole = (size_t)(e - p->tab), mask = p->tab_mask;
+  for (size_t i = (hole + 1) & mask; p->tab[i].id != UINT64_MAX; i = (i + 1) & mask) {
+    size_t home = slot_hash(p->tab[i].id) & mask;
+    if (((i - home) & mask) >= ((i - hole) & mask)) {
+      p->tab[hole] = p->tab[i];
+      hole = i;
+    }
+  }
+  p->tab[hole].id = UINT64_MAX;
+  p->tab_count--;
+}
+
+/* Rewrites ev's id as a slot, or marks it (GRT__SLOT_*). */
+static grt_status assign_slot(pipe_state *p, grt_trace_event *ev) {
+  if (ev->kind != GRT_TRACE_ALLOC && ev->kind != GRT_TRACE_FREE_REQUESTED && ev->kind != GRT_TRACE_FREE_COMPLETED)
+    return GRT_OK;
+  if ((!p->tab || 2 * (p->tab_count + 1) > p->tab_mask + 1) && !slot_grow(p)) return GRT_ERR_NOMEM;
+  slot_entry *e = slot_find(p, ev->id);
+  if (ev->kind == GRT_TRACE_ALLOC) {
+    if (e) {
+      ev->reserved = GRT__SLOT_DUPLICATE;
+      return GRT_OK;
+    }
+    uint64_t slot = p->n_free ? p->free_slots[--p->n_free] : p->next_slot++;
+    size_t i = slot_hash(ev->id) & p->tab_mask;
+    while (p->tab[i].id != UINT64_MAX) i = (i + 1) & p->tab_mask;
+    p->tab[i] = (slot_entry){ev->id, slot};
+    p->tab_count++;
+    ev->id = slot;
+    return GRT_OK;
+  }
+  if (!e) {
+    ev->reserved = GRT__SLOT_UNMATCHED;
+    return GRT_OK;
+  }
+  uint64_t slot = e->slot;
+  if (ev->kind == GRT_TRACE_FREE_COMPLETED) { /* the slot is free for later allocs (events stay in order) */
+    if (p->n_free == p->cap_free) {
+      size_t cap = p->cap_free ? p->cap_free * 2 : 1024;
+      uint64_t *f = realloc(p->free_slots, cap * sizeof *f);
+      if (!f) return GRT_ERR_NOMEM;
+      p->free_slots = f;
+      p->cap_free = cap;
+    }
+    p->free_slots[p->n_free++] = slot;
+    slot_erase(p, e);
+  }
+  ev->id = slot;
+  return GRT_OK;
+}
 
 /* Reader side: publish the batch being filled; wait for room. */
 static grt_status publish(pipe_state *p) {
@@ -53,6 +144,9 @@ static grt_status push_event(void *ctx, const grt_trace_event *ev, grt_stream_id
   pipe_state *p = ctx;
   batch *b = &p->buf[p->head % NBATCH]; /* only the reader moves head */
   b->ev[b->n] = *ev;
+  b->ev[b->n].reserved = 0;
+  grt_status st = assign_slot(p, &b->ev[b->n]);
+  if (st) return st;
   b->stream[b->n] = stream;
   if (++b->n == BATCH) return publish(p);
   return GRT_OK;
@@ -127,6 +221,7 @@ grt_status grt_replay_stream_file(const char *path, const grt_replay_config *cfg
   pthread_cond_init(&p->cv, NULL);
   p->buf = buf;
   p->path = path;
+  grt__replay_use_slots(r);
   bool threaded = pthread_create(&reader, NULL, reader_main, p) == 0;
   grt_status replay_st = GRT_OK;
   if (threaded) {
@@ -146,6 +241,8 @@ grt_status grt_replay_stream_file(const char *path, const grt_replay_config *cfg
   }
   pthread_cond_destroy(&p->cv);
   pthread_mutex_destroy(&p->m);
+  free(p->tab);
+  free(p->free_slots);
   free(buf);
   free(p);
   grt_replay_destroy(r);
