@@ -104,7 +104,7 @@ grt_status cli_progress_step(void *ctx, grt_replay *r, const grt_trace_event *ev
 }
 
 int cli_known_policies(const char **out, int max) {
-  static const char *const candidates[] = {"naive", "caching", "bump", "buddy", "slab", "async", "tlsf", "bestfit"};
+  static const char *const candidates[] = {"naive", "caching", "bump", "buddy", "slab", "async", "sharded"};
   grt_device_config dc;
   grt_device_config_default(&dc);
   grt_device *dev = NULL;
