@@ -6,7 +6,7 @@
 # build leaves those parts out and their tests skip with a message.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libcmocka-dev "$@")
-optional=(libmicrohttpd-dev libjansson-dev prometheus curl jq)
+optional=(libmicrohttpd-dev libjansson-dev prometheus curl jq chromium)
 
 missing_of() {
   local p

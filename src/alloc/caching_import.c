@@ -52,7 +52,7 @@ grt_status grt__caching_import_segment(grt_allocator *a, grt_devptr base, uint64
 /* Free blocks of a split segment: PyTorch's inactive_split figures. */
 static void seg_inactive_split(const cseg *s, int64_t *count, int64_t *bytes) {
   *count = *bytes = 0;
-  if (!s->head->next) return; /* unsplit */
+  if (!s->head->next || s->is_expandable) return; /* unsplit; PyTorch leaves expandable blocks out */
   for (const cblock *b = s->head; b; b = b->next)
     if (cblock_is_free(b)) {
       (*count)++;

@@ -178,6 +178,81 @@ static grt_status parse_meta(const grt__slice *f, size_t nf, grt__tb *b, bool *h
   return st;
 }
 
+
+/* ---- streaming fast path ----
+ * The common event line, `<alloc|free|free_completed|free_requested> <id>
+ * <size|-> [<stream>]` with decimal numbers, parsed in one pass without
+ * splitting. Anything else (or anything odd) returns false and takes the
+ * general path, which owns every error message. */
+
+static inline bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+/* A decimal field at *p (stops at a blank or the end); false on overflow or junk. */
+static inline bool fast_u64(const char **p, const char *end, uint64_t *out) {
+  const char *q = *p;
+  uint64_t v = 0;
+  if (q == end || (unsigned)(*q - '0') > 9) return false;
+  do {
+    unsigned d = (unsigned)(*q - '0');
+    if (d > 9) return false;
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+    q++;
+  } while (q < end && !is_blank(*q));
+  *p = q;
+  *out = v;
+  return true;
+}
+
+static inline void skip_blanks(const char **p, const char *end) {
+  while (*p < end && is_blank(**p)) (*p)++;
+}
+
+static bool fast_kind(const char **p, const char *end, grt_trace_kind *k) {
+  const char *q = *p;
+  size_t n = 0;
+  while (q + n < end && !is_blank(q[n])) n++;
+  if (n == 5 && !memcmp(q, "alloc", 5)) *k = GRT_TRACE_ALLOC;
+  else if (n == 4 && !memcmp(q, "free", 4)) *k = GRT_TRACE_FREE_COMPLETED;
+  else if (n == 14 && !memcmp(q, "free_completed", 14)) *k = GRT_TRACE_FREE_COMPLETED;
+  else if (n == 14 && !memcmp(q, "free_requested", 14)) *k = GRT_TRACE_FREE_REQUESTED;
+  else return false;
+  *p = q + n;
+  return true;
+}
+
+/* Parses the line into ev/stream; false: not a simple event line. */
+static bool fast_event(grt__slice line, nat_event *ev) {
+  const char *p = line.p, *end = line.p + line.n;
+  skip_blanks(&p, end);
+  if (!fast_kind(&p, end, &ev->kind)) return false;
+  skip_blanks(&p, end);
+  if (!fast_u64(&p, end, &ev->id) || ev->id == UINT64_MAX) return false;
+  skip_blanks(&p, end);
+  ev->size = 0;
+  ev->stream = 0;
+  ev->time = 0;
+  ev->addr = 0;
+  ev->flags = 0;
+  if (p == end) return ev->kind != GRT_TRACE_ALLOC;
+  if (*p == '-' && (p + 1 == end || is_blank(p[1]))) {
+    if (ev->kind == GRT_TRACE_ALLOC) return false;
+    p++;
+  } else if (!fast_u64(&p, end, &ev->size)) {
+    return false;
+  }
+  skip_blanks(&p, end);
+  if (p == end) return true;
+  if (p + 1 < end && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) return false; /* hex: general path */
+  if (*p == '-' && (p + 1 == end || is_blank(p[1]))) {
+    p++;
+  } else if (!fast_u64(&p, end, &ev->stream)) {
+    return false;
+  }
+  skip_blanks(&p, end);
+  return p == end; /* time/addr fields: general path */
+}
+
 typedef struct nat_state {
   grt__tb tb;            /* whole-file: the trace; streaming: the stream table only */
   bool streaming;
@@ -185,7 +260,37 @@ typedef struct nat_state {
   bool seen_magic;
   grt_trace_event_fn fn;
   void *ctx;
+  grt_stream_id last_stream; /* streaming: the last stream value and its index */
+  uint32_t last_stream_idx;
+  bool have_last_stream;
 } nat_state;
+
+/* Streaming: hands one parsed event to the callback. */
+static grt_status nat_emit(nat_state *s, const nat_event *ev, uint64_t lineno, size_t offset, grt_trace_error *err) {
+  grt_trace_event out;
+  out.id = ev->id;
+  out.size = ev->size;
+  out.addr = ev->addr;
+  out.time = ev->time;
+  out.kind = (uint8_t)ev->kind;
+  out.flags = (uint8_t)ev->flags;
+  out.reserved = 0;
+  if (s->have_last_stream && s->last_stream == ev->stream) {
+    out.stream = s->last_stream_idx;
+  } else {
+    grt_status st = grt__tb_stream(&s->tb, ev->stream, &out.stream);
+    if (st) FAIL("%s", grt_status_str(st));
+    s->last_stream = ev->stream;
+    s->last_stream_idx = out.stream;
+    s->have_last_stream = true;
+  }
+  grt_status st = s->fn(s->ctx, &out, ev->stream);
+  if (st) {
+    grt__trace_err(err, lineno, offset, false, "stopped by callback (%s)", grt_status_name(st));
+    return st;
+  }
+  return GRT_OK;
+}
 
 static grt_status nat_line(nat_state *s, grt__slice line, uint64_t lineno, size_t offset,
                            grt_trace_error *err) {
@@ -197,12 +302,13 @@ static grt_status nat_line(nat_state *s, grt__slice line, uint64_t lineno, size_
     s->seen_magic = true;
     return GRT_OK;
   }
+  nat_event ev;
+  if (s->streaming && line.n && line.p[0] != '#' && line.p[0] != '%' && fast_event(line, &ev)) return nat_emit(s, &ev, lineno, offset, err);
   size_t nf = grt__split(line, ' ', f, sizeof f / sizeof f[0] - 1);
   if (nf == 0 || f[0].p[0] == '#') return GRT_OK;
   if (nf > sizeof f / sizeof f[0] - 1) FAIL("too many fields");
   if (f[0].p[0] == '%')
     return parse_meta(f, nf, s->streaming ? NULL : &s->tb, &s->have_segment, lineno, offset, err);
-  nat_event ev;
   grt_status st = parse_event(f, nf, &ev, lineno, offset, err);
   if (st) return st;
   if (!s->streaming) {
@@ -211,22 +317,7 @@ static grt_status nat_line(nat_state *s, grt__slice line, uint64_t lineno, size_
     if (st) FAIL("%s", grt_status_str(st));
     return GRT_OK;
   }
-  grt_trace_event out;
-  memset(&out, 0, sizeof out);
-  st = grt__tb_stream(&s->tb, ev.stream, &out.stream);
-  if (st) FAIL("%s", grt_status_str(st));
-  out.id = ev.id;
-  out.size = ev.size;
-  out.addr = ev.addr;
-  out.time = ev.time;
-  out.kind = (uint8_t)ev.kind;
-  out.flags = (uint8_t)ev.flags;
-  st = s->fn(s->ctx, &out, ev.stream);
-  if (st) {
-    grt__trace_err(err, lineno, offset, false, "stopped by callback (%s)", grt_status_name(st));
-    return st;
-  }
-  return GRT_OK;
+  return nat_emit(s, &ev, lineno, offset, err);
 }
 
 grt_status grt__read_native(const char *data, size_t len, grt_trace **out, grt_trace_error *err) {

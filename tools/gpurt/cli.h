@@ -21,6 +21,8 @@ int grt_cmd_demo(int argc, char **argv);
 int grt_cmd_bench(int argc, char **argv);
 int grt_cmd_stats(int argc, char **argv);
 int grt_cmd_serve_demo(int argc, char **argv);
+int grt_cmd_replay(int argc, char **argv);
+int grt_cmd_compare(int argc, char **argv);
 
 /* Demos (tools/gpurt/demo_*.c). */
 int grt_demo_frag(int argc, char **argv);

@@ -9,6 +9,8 @@ static const grt_cli_command commands[] = {
     {"bench", "allocator benchmarks W1, W2, Demo 1, threads for every allocator", grt_cmd_bench},
     {"stats", "run a workload, print torch.cuda.memory_summary()-style stats", grt_cmd_stats},
     {"serve-demo", "pace a serving day while serving live /metrics", grt_cmd_serve_demo},
+    {"replay", "replay a trace through an allocator: summary, series, fidelity, report", grt_cmd_replay},
+    {"compare", "one table across allocator policies and traces", grt_cmd_compare},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -1,0 +1,246 @@
+/* replay_start.c — where a replay starts: the device's geometry, the
+ * allocator configuration a trace asks for, and (PyTorch snapshots) the
+ * allocator state at the moment recording began.
+ *
+ * Rebuild rules (docs: shared/reference/pytorch-caching-allocator.md,
+ * "Replaying real snapshots"):
+ *   - segments: a final-snapshot segment whose address has no segment event
+ *     in the trace existed all along; an address whose first segment event is
+ *     segment_free held a segment (of the event's size) when the trace began;
+ *     segments created by segment_alloc in the trace did not exist.
+ *   - live blocks: final active blocks never allocated in the trace (exact
+ *     sizes), plus blocks freed in the trace but never allocated in it (size
+ *     round_size(requested); in the large pool a gap of at most 1 MiB after
+ *     such a block belongs to it, since a free large remainder is always
+ *     larger than 1 MiB).
+ *   - the rest of each segment is free, one merged block per gap.
+ * Recorded addresses are used only here, as segment bases, and for scoring.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/replay_impl.h"
+
+#define TWO_MIB ((uint64_t)2 << 20)
+
+static void span_add(uint64_t *lo, uint64_t *hi, uint64_t addr, uint64_t size) {
+  if (!addr) return;
+  if (addr < *lo) *lo = addr;
+  if (addr + size > *hi) *hi = addr + size;
+}
+
+void grt__replay_geometry(const grt_replay_config *cfg, const grt_trace_info *info, bool recorded,
+                          grt_devptr *base, uint64_t *capacity) {
+  grt_device_config dc;
+  grt_device_config_default(&dc);
+  *base = cfg->base_address ? cfg->base_address : dc.base_address;
+  *capacity = cfg->capacity ? cfg->capacity : (uint64_t)1 << 40;
+  if (!recorded || !info) return;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (size_t i = 0; i < info->n_segments; i++) span_add(&lo, &hi, info->segments[i].addr, info->segments[i].total_size);
+  for (size_t i = 0; i < info->n_events; i++) {
+    const grt_trace_event *e = &info->events[i];
+    if ((e->flags & GRT_TRACE_F_ADDR) && e->kind != GRT_TRACE_OOM) span_add(&lo, &hi, e->addr, e->size);
+  }
+  if (hi == 0) return;
+  lo &= ~(TWO_MIB - 1);
+  if (lo == 0) lo = TWO_MIB;
+  hi = (hi + TWO_MIB - 1) & ~(TWO_MIB - 1);
+  if (!cfg->base_address) *base = lo;
+  if (!cfg->capacity) {
+    uint64_t span = hi > *base ? hi - *base : 0;
+    *capacity = span * 2 < GRT_GiB ? GRT_GiB : span * 2;
+  }
+}
+
+grt_status grt__replay_alloc_config(const grt_replay_config *cfg, const grt_trace_info *info, grt_alloc_config *out,
+                                    char *err, size_t err_size) {
+  grt_alloc_config_default(out);
+  if (info && info->settings.present) {
+    const grt_trace_alloc_settings *s = &info->settings;
+    if (s->max_split_size > (int64_t)GRT_LARGE_BUFFER) out->max_split_size = (uint64_t)s->max_split_size;
+    out->expandable_segments = s->expandable_segments;
+    for (int i = 0; i < GRT_ROUNDUP_INTERVALS && i < GRT_TRACE_RP2_INTERVALS; i++) {
+      unsigned d = s->roundup_power2_divisions[i];
+      out->roundup_power2_divisions[i] = (d & (d - 1)) ? 0 : d;
+    }
+    if (s->garbage_collection_threshold > 0.0 && s->garbage_collection_threshold < 1.0)
+      out->garbage_collection_threshold = s->garbage_collection_threshold;
+  }
+  for (size_t i = 0; info && i < info->n_segments; i++)
+    if (info->segments[i].is_expandable) out->expandable_segments = 1;
+  if (cfg->alloc_conf && *cfg->alloc_conf) return grt_alloc_config_parse(out, cfg->alloc_conf, err, err_size);
+  return GRT_OK;
+}
+
+/* ---- the starting state ---- */
+
+typedef struct start_seg {
+  grt_devptr addr;
+  uint64_t size;
+  grt_stream_id stream;
+  bool is_large;
+} start_seg;
+
+typedef struct start_block {
+  grt_devptr addr;
+  uint64_t size, requested;
+  bool from_free; /* freed in the trace, never allocated: size rounded, gap rule applies */
+} start_block;
+
+typedef struct start_state {
+  start_seg *segs;
+  size_t n_segs, cap_segs;
+  start_block *blocks;
+  size_t n_blocks, cap_blocks;
+} start_state;
+
+static bool push(void **arr, size_t *n, size_t *cap, size_t elem, const void *v) {
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : 16;
+    void *p = realloc(*arr, c * elem);
+    if (!p) return false;
+    *arr = p;
+    *cap = c;
+  }
+  memcpy((char *)*arr + *n * elem, v, elem);
+  (*n)++;
+  return true;
+}
+
+static int cmp_block(const void *a, const void *b) {
+  const start_block *x = a, *y = b;
+  return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int cmp_seg(const void *a, const void *b) {
+  const start_seg *x = a, *y = b;
+  return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static const start_seg *seg_of(const start_state *s, grt_devptr addr) {
+  for (size_t i = 0; i < s->n_segs; i++)
+    if (addr >= s->segs[i].addr && addr < s->segs[i].addr + s->segs[i].size) return &s->segs[i];
+  return NULL;
+}
+
+/* Segments that existed when recording began. */
+static grt_status collect_segments(const grt_trace_info *in, start_state *s) {
+  grt__u64map first; /* address -> first segment event kind + 1 */
+  grt__u64map_init(&first);
+  grt_status st = GRT_OK;
+  for (size_t i = 0; i < in->n_events && !st; i++) {
+    const grt_trace_event *e = &in->events[i];
+    if (e->kind < GRT_TRACE_SEGMENT_ALLOC || e->kind > GRT_TRACE_SEGMENT_UNMAP) continue;
+    if (grt__u64map_get(&first, e->addr)) continue;
+    if (!grt__u64map_put(&first, e->addr, (void *)(uintptr_t)(e->kind + 1u))) st = GRT_ERR_NOMEM;
+    bool is_free = e->kind == GRT_TRACE_SEGMENT_FREE || e->kind == GRT_TRACE_SEGMENT_UNMAP;
+    start_seg g = {e->addr, e->size, in->streams[e->stream], e->size != TWO_MIB};
+    if (!st && is_free && !push((void **)&s->segs, &s->n_segs, &s->cap_segs, sizeof g, &g)) st = GRT_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < in->n_segments && !st; i++) {
+    const grt_trace_segment *g = &in->segments[i];
+    if (grt__u64map_get(&first, g->addr)) continue;
+    start_seg v = {g->addr, g->total_size, g->stream, g->is_large};
+    if (!push((void **)&s->segs, &s->n_segs, &s->cap_segs, sizeof v, &v)) st = GRT_ERR_NOMEM;
+  }
+  grt__u64map_free(&first);
+  if (s->n_segs) qsort(s->segs, s->n_segs, sizeof *s->segs, cmp_seg);
+  return st;
+}
+
+/* Blocks live when recording began. */
+static grt_status collect_blocks(const grt_trace_info *in, const grt_alloc_config *ac, start_state *s) {
+  grt__u64map live_end, seen_unmatched; /* addresses of trace allocations live at the end; ids seen */
+  grt__u64map_init(&live_end);
+  grt__u64map_init(&seen_unmatched);
+  grt_status st = GRT_OK;
+  grt_devptr *addr_of = calloc(in->n_ids ? in->n_ids : 1, sizeof *addr_of);
+  if (!addr_of) return GRT_ERR_NOMEM;
+  for (size_t i = 0; i < in->n_events && !st; i++) {
+    const grt_trace_event *e = &in->events[i];
+    if (!(e->flags & GRT_TRACE_F_ADDR) || e->id >= in->n_ids) continue;
+    if (e->kind == GRT_TRACE_ALLOC) addr_of[e->id] = e->addr;
+    if (e->kind == GRT_TRACE_FREE_COMPLETED) addr_of[e->id] = 0;
+    bool is_free = e->kind == GRT_TRACE_FREE_COMPLETED || e->kind == GRT_TRACE_FREE_REQUESTED;
+    if (!is_free || !(e->flags & GRT_TRACE_F_UNMATCHED) || grt__u64map_get(&seen_unmatched, e->id)) continue;
+    if (!grt__u64map_put(&seen_unmatched, e->id, (void *)1)) st = GRT_ERR_NOMEM;
+    start_block b = {e->addr, grt_alloc_round_size(ac, e->size ? e->size : 1), e->size, true};
+    if (!st && !push((void **)&s->blocks, &s->n_blocks, &s->cap_blocks, sizeof b, &b)) st = GRT_ERR_NOMEM;
+  }
+  for (uint64_t id = 0; id < in->n_ids && !st; id++)
+    if (addr_of[id] && !grt__u64map_put(&live_end, addr_of[id], (void *)1)) st = GRT_ERR_NOMEM;
+  free(addr_of);
+  for (size_t i = 0; i < in->n_segments && !st; i++) {
+    const grt_trace_segment *g = &in->segments[i];
+    if (!seg_of(s, g->addr)) continue;
+    for (size_t j = 0; j < g->n_blocks && !st; j++) {
+      const grt_trace_block *k = &g->blocks[j];
+      if (k->state == GRT_TRACE_BLOCK_INACTIVE || grt__u64map_get(&live_end, k->addr)) continue;
+      start_block b = {k->addr, k->size, k->requested_size <= k->size ? k->requested_size : k->size, false};
+      if (!push((void **)&s->blocks, &s->n_blocks, &s->cap_blocks, sizeof b, &b)) st = GRT_ERR_NOMEM;
+    }
+  }
+  grt__u64map_free(&live_end);
+  grt__u64map_free(&seen_unmatched);
+  if (s->n_blocks) qsort(s->blocks, s->n_blocks, sizeof *s->blocks, cmp_block);
+  return st;
+}
+
+/* Large pool: a gap of at most 1 MiB after a block freed-but-never-allocated is part of it. */
+static void apply_gap_rule(start_state *s) {
+  for (size_t i = 0; i < s->n_blocks; i++) {
+    start_block *b = &s->blocks[i];
+    const start_seg *g = seg_of(s, b->addr);
+    if (!b->from_free || !g || !g->is_large) continue;
+    uint64_t end = g->addr + g->size;
+    if (i + 1 < s->n_blocks && s->blocks[i + 1].addr < end) end = s->blocks[i + 1].addr;
+    if (end > b->addr + b->size && end - (b->addr + b->size) <= GRT_SMALL_SIZE) b->size = end - b->addr;
+  }
+}
+
+/* Expandable: the final mapped ranges (recorded coordinates), imported with their translations. */
+static grt_status expandable_segments(grt_replay *r, start_state *s) {
+  grt_status st = grt__replay_rebuild_expandable(r);
+  for (size_t i = 0; i < r->info.n_segments && !st; i++) {
+    const grt_trace_segment *g = &r->info.segments[i];
+    start_seg v = {g->addr, g->total_size, g->stream, g->is_large};
+    if (g->is_expandable && !push((void **)&s->segs, &s->n_segs, &s->cap_segs, sizeof v, &v)) st = GRT_ERR_NOMEM;
+  }
+  if (s->n_segs) qsort(s->segs, s->n_segs, sizeof *s->segs, cmp_seg);
+  return st;
+}
+
+grt_status grt__replay_rebuild_start(grt_replay *r) {
+  const grt_trace_info *in = &r->info;
+  grt_alloc_config ac;
+  char msg[128];
+  grt_status st = grt__replay_alloc_config(&r->cfg, in, &ac, msg, sizeof msg);
+  if (st) return st;
+  bool expandable = ac.expandable_segments;
+  start_state s;
+  memset(&s, 0, sizeof s);
+  st = expandable ? expandable_segments(r, &s) : collect_segments(in, &s);
+  if (!st && !(st = collect_blocks(in, &ac, &s))) {
+    if (!expandable) apply_gap_rule(&s); /* expandable blocks split whenever 512 B would remain */
+    for (size_t i = 0; i < s.n_segs && !st && !expandable; i++) {
+      st = grt_alloc_import_segment(r->alloc, s.segs[i].addr, s.segs[i].size, s.segs[i].stream, s.segs[i].is_large);
+      if (st) grt__replay_set_error(r, "rebuilding the start: %s", grt_alloc_last_error(r->alloc));
+    }
+    for (size_t i = 0; i < s.n_blocks && !st; i++) {
+      const start_block *b = &s.blocks[i];
+      if (!seg_of(&s, b->addr)) continue; /* not in a segment that existed: nothing to rebuild */
+      st = grt_alloc_import_block(r->alloc, grt__replay_to_replay(r, b->addr), b->size, b->requested);
+      if (st) {
+        grt__replay_set_error(r, "rebuilding the start: block 0x%llx (+%llu): %s", (unsigned long long)b->addr,
+                              (unsigned long long)b->size, grt_alloc_last_error(r->alloc));
+        break;
+      }
+      st = grt__replay_note_imported(r, b->addr);
+    }
+  }
+  free(s.segs);
+  free(s.blocks);
+  return st;
+}

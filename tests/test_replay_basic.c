@@ -1,0 +1,275 @@
+/* test_replay_basic.c — the replayer on small hand-made traces: exact peaks,
+ * OOM point and utilization, release at recorded moments, recorded placement,
+ * stepping with a callback, the streaming path, error paths with line context
+ * (never a crash), and the capacity bisection on a tiny trace. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "gpurt/replay.h"
+#include "trace_test_util.h"
+
+static grt_trace *load(const char *text) {
+  grt_trace_error err;
+  grt_status st;
+  grt_trace *t = tt_load_str(text, GRT_TRACE_FORMAT_NATIVE, &err, &st);
+  if (st) fail_msg("load: line %llu: %s", (unsigned long long)err.line, err.reason);
+  return t;
+}
+
+static grt_replay_summary replay(grt_trace *t, const char *policy, uint64_t capacity, bool series) {
+  grt_replay_config c;
+  grt_replay_config_default(&c);
+  c.policy = policy;
+  c.capacity = capacity;
+  c.record_series = series;
+  grt_replay *r;
+  assert_int_equal(grt_replay_open(t, &c, &r), GRT_OK);
+  assert_int_equal(grt_replay_run(r), GRT_OK);
+  grt_replay_summary s;
+  assert_int_equal(grt_replay_get_summary(r, &s), GRT_OK);
+  grt_replay_destroy(r);
+  return s;
+}
+
+/* naive on 4 KiB: the 1536-byte request finds a 1024 hole at 0 and 1024 at the end */
+static const char *oom_trace = "gpurt-trace 1\n"
+                               "alloc 0 1024\n"
+                               "alloc 1 2048\n"
+                               "free 0 1024\n"
+                               "alloc 2 1536\n"
+                               "free 1 2048\n"
+                               "alloc 3 3072\n"
+                               "free 3 3072\n"
+                               "free 2 1536\n";
+
+static void test_naive_oom_point(void **state) {
+  (void)state;
+  grt_trace *t = load(oom_trace);
+  grt_replay_summary s = replay(t, "naive", 4096, true);
+  assert_int_equal(s.events, 8);
+  assert_int_equal(s.allocs, 4);
+  assert_int_equal(s.frees, 3); /* the failed allocation's free is skipped */
+  assert_int_equal(s.unmatched_frees, 0);
+  assert_int_equal(s.ooms, 1);
+  assert_true(s.has_oom);
+  assert_int_equal(s.first_oom_event, 3);
+  assert_int_equal(s.first_oom_size, 1536);
+  assert_int_equal(s.first_oom_live, 2048);
+  assert_true(s.first_oom_utilization == 0.5);
+  assert_int_equal(s.peak_live, 3072);
+  assert_int_equal(s.peak_reserved, 3072);
+  assert_int_equal(s.peak_allocated, 3072);
+  assert_int_equal(s.peak_reserved_event, 1);
+  assert_int_equal(s.device_mallocs, 3);
+  assert_int_equal(s.device_frees, 3);
+  assert_int_equal(s.syncs, 3);
+  assert_int_equal(s.final_reserved, 0);
+  grt_trace_destroy(t);
+}
+
+static void test_min_capacity(void **state) {
+  (void)state;
+  grt_trace *t = load(oom_trace);
+  grt_replay_config c;
+  grt_replay_config_default(&c);
+  c.policy = "naive";
+  uint64_t cap = 0, live = 0;
+  assert_int_equal(grt_replay_min_capacity(t, &c, 512, &cap, &live), GRT_OK);
+  assert_int_equal(live, 4608); /* 1536 + 3072 at the end */
+  assert_int_equal(cap, 4608);  /* 1536 goes after the live 2048 block (3072 + 1536); 3072 then fits below it */
+  grt_replay_summary s = replay(t, "naive", cap, false);
+  assert_false(s.has_oom);
+  s = replay(t, "naive", cap - 512, false);
+  assert_true(s.has_oom);
+  grt_trace_destroy(t);
+}
+
+/* caching: both requests share one small 2 MiB segment; the recorded
+ * segment_free is a release moment: the replay empties its cache there. */
+static void test_caching_release(void **state) {
+  (void)state;
+  grt_trace *t = load("gpurt-trace 1\n"
+                      "alloc 0 1000\n"
+                      "alloc 1 3000\n"
+                      "free 0\n"
+                      "free 1\n"
+                      "segment_free - 2097152 0 - 0x7f0000000000\n"
+                      "segment_free - 2097152 0 - 0x7f0000200000\n"
+                      "alloc 2 5000\n");
+  grt_replay_summary s = replay(t, "caching", 0, true);
+  assert_int_equal(s.peak_reserved, 2 << 20);
+  assert_int_equal(s.peak_allocated, 5120);
+  assert_int_equal(s.peak_requested, 5000);
+  assert_int_equal(s.peak_live, 5000);
+  assert_int_equal(s.releases, 1); /* one run of segment_free events = one release */
+  assert_int_equal(s.device_mallocs, 2);
+  assert_int_equal(s.device_frees, 1);
+  assert_int_equal(s.final_reserved, 2 << 20);
+  assert_int_equal(s.final_allocated, 5120);
+  assert_int_equal(s.peak_cached, 2 << 20);
+  assert_false(s.has_oom);
+  grt_trace_destroy(t);
+}
+
+typedef struct step_log {
+  uint64_t calls, last_index, reserved_at_2;
+} step_log;
+
+static grt_status on_step(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index) {
+  step_log *l = ctx;
+  (void)ev;
+  l->calls++;
+  l->last_index = index;
+  if (index == 2) {
+    grt_replay_sample s;
+    grt_replay_sample_now(r, &s);
+    l->reserved_at_2 = s.reserved;
+  }
+  return GRT_OK;
+}
+
+static void test_step_and_callback(void **state) {
+  (void)state;
+  grt_trace *t = load(oom_trace);
+  grt_replay_config c;
+  grt_replay_config_default(&c);
+  c.policy = "naive";
+  c.capacity = 1 << 20;
+  step_log log = {0, 0, 0};
+  c.on_step = on_step;
+  c.step_ctx = &log;
+  grt_replay *r;
+  assert_int_equal(grt_replay_open(t, &c, &r), GRT_OK);
+  bool done = false;
+  int steps = 0;
+  while (!done) {
+    assert_int_equal(grt_replay_step(r, &done), GRT_OK);
+    steps++;
+  }
+  assert_int_equal(steps, 8);
+  assert_int_equal(grt_replay_position(r), 8);
+  assert_int_equal(log.calls, 8);
+  assert_int_equal(log.last_index, 7);
+  assert_int_equal(log.reserved_at_2, 2048); /* after free 0 */
+  assert_int_equal(grt_replay_step(r, &done), GRT_OK);
+  assert_true(done);
+  grt_replay_destroy(r);
+  grt_trace_destroy(t);
+}
+
+static char *write_temp(const char *text) {
+  char *path = strdup("/tmp/grt_replay_XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+static void test_stream_matches_loaded(void **state) {
+  (void)state;
+  char *path = write_temp(oom_trace);
+  grt_replay_config c;
+  grt_replay_config_default(&c);
+  c.policy = "naive";
+  c.capacity = 4096;
+  grt_replay_summary s;
+  grt_trace_error err;
+  assert_int_equal(grt_replay_stream_file(path, &c, &s, &err), GRT_OK);
+  assert_int_equal(s.ooms, 1);
+  assert_int_equal(s.first_oom_event, 3);
+  assert_int_equal(s.peak_live, 3072);
+  assert_int_equal(s.frees, 3);
+  unlink(path);
+  free(path);
+}
+
+static void test_errors_have_context(void **state) {
+  (void)state;
+  /* streaming: an alloc of a live id is an error at its line */
+  char *path = write_temp("gpurt-trace 1\n# comment\nalloc 5 100\nalloc 5 200\n");
+  grt_replay_summary s;
+  grt_trace_error err;
+  assert_int_equal(grt_replay_stream_file(path, NULL, &s, &err), GRT_ERR_PARSE);
+  assert_int_equal(err.line, 4);
+  assert_non_null(strstr(err.reason, "still live"));
+  char msg[600];
+  grt_trace_error_format(&err, msg, sizeof msg);
+  assert_non_null(strstr(msg, ":4:"));
+  unlink(path);
+  free(path);
+  /* a malformed line is the reader's parse error, with the line */
+  path = write_temp("gpurt-trace 1\nalloc 1 abc\n");
+  assert_int_equal(grt_replay_stream_file(path, NULL, &s, &err), GRT_ERR_PARSE);
+  assert_int_equal(err.line, 2);
+  unlink(path);
+  free(path);
+  /* frees of allocations the trace never made are counted, not fatal */
+  grt_trace *t = load("gpurt-trace 1\nfree 9 100\nfree_completed 10\nalloc 1 10\n");
+  s = replay(t, "caching", 0, false);
+  assert_int_equal(s.unmatched_frees, 2);
+  assert_int_equal(s.allocs, 1);
+  grt_trace_destroy(t);
+  /* feeding a bogus event kind is a parse error naming the event; nothing changes */
+  grt_replay *r;
+  assert_int_equal(grt_replay_create(NULL, NULL, &r), GRT_OK);
+  grt_trace_event ev = {.id = 1, .size = 10, .kind = 200};
+  assert_int_equal(grt_replay_feed(r, &ev, 0), GRT_ERR_PARSE);
+  assert_non_null(strstr(grt_replay_last_error(r), "event 0"));
+  assert_int_equal(grt_replay_position(r), 0);
+  ev.kind = GRT_TRACE_ALLOC;
+  assert_int_equal(grt_replay_feed(r, &ev, 0), GRT_OK);
+  assert_int_equal(grt_replay_feed(r, &ev, 0), GRT_ERR_PARSE); /* id 1 still live */
+  ev.kind = GRT_TRACE_FREE_COMPLETED;
+  assert_int_equal(grt_replay_feed(r, &ev, 0), GRT_OK);
+  grt_replay_destroy(r);
+  /* bad arguments */
+  assert_int_equal(grt_replay_open(NULL, NULL, &r), GRT_ERR_INVALID_ARG);
+  grt_replay_config c;
+  grt_replay_config_default(&c);
+  c.policy = "no-such-policy";
+  assert_int_equal(grt_replay_create(&c, NULL, &r), GRT_ERR_NOT_FOUND);
+  assert_null(r);
+  assert_int_equal(grt_replay_destroy(NULL), GRT_OK);
+  assert_int_equal(grt_replay_stream_file("/nonexistent/x.trace", NULL, &s, &err), GRT_ERR_IO);
+}
+
+/* recorded placement: the device hands out the segment_alloc address */
+static void test_recorded_placement(void **state) {
+  (void)state;
+  grt_trace *t = load("gpurt-trace 1\n"
+                      "segment_alloc - 20971520 0 - 0x7f0004000000\n"
+                      "alloc 0 4194304\n");
+  grt_replay_config c;
+  grt_replay_config_default(&c);
+  c.placement = GRT_REPLAY_PLACE_RECORDED;
+  c.capacity = (uint64_t)1 << 30;
+  grt_replay *r;
+  assert_int_equal(grt_replay_open(t, &c, &r), GRT_OK);
+  assert_int_equal(grt_replay_run(r), GRT_OK);
+  grt_alloc_snapshot *snap;
+  assert_int_equal(grt_alloc_snapshot_take(grt_replay_allocator(r), &snap), GRT_OK);
+  assert_int_equal(snap->n_segments, 1);
+  assert_int_equal(snap->segments[0].address, 0x7f0004000000ull);
+  grt_alloc_snapshot_free(snap);
+  grt_replay_destroy(r);
+  grt_trace_destroy(t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_naive_oom_point),      cmocka_unit_test(test_min_capacity),
+      cmocka_unit_test(test_caching_release),      cmocka_unit_test(test_step_and_callback),
+      cmocka_unit_test(test_stream_matches_loaded), cmocka_unit_test(test_errors_have_context),
+      cmocka_unit_test(test_recorded_placement),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

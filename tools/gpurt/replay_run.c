@@ -1,0 +1,181 @@
+/* replay_run.c — see replay_run.h. */
+#include "replay_run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "replay_util.h"
+
+#define SEARCH_AUTO_MAX_EVENTS 2000000u
+#define STREAM_MIN_BYTES ((uint64_t)32 << 20)
+
+void cli_run_opts_default(cli_run_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->policy = "caching";
+  o->honor_releases = true;
+  o->search = -1;
+}
+
+static void make_cfg(const cli_run_opts *o, grt_replay_config *c) {
+  grt_replay_config_default(c);
+  c->policy = o->policy;
+  c->alloc_conf = o->conf;
+  c->capacity = o->capacity;
+  c->placement = o->placement;
+  c->honor_releases = o->honor_releases;
+  c->record_series = o->series;
+}
+
+static int report_error(const char *path, grt_replay *r, grt_status st) {
+  fprintf(stderr, "gpurt replay: %s: %s (%s)\n", cli_basename(path), r ? grt_replay_last_error(r) : "",
+          grt_status_str(st));
+  return 1;
+}
+
+typedef struct snap_ctx {
+  cli_run *run;
+  cli_progress *progress;
+} snap_ctx;
+
+static grt_status take_snaps(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index) {
+  snap_ctx *s = ctx;
+  (void)ev;
+  if (index == s->run->peak_event && !s->run->at_peak) grt_alloc_snapshot_take(grt_replay_allocator(r), &s->run->at_peak);
+  if (s->run->sum.has_oom && index == s->run->oom_event && !s->run->at_oom)
+    grt_alloc_snapshot_take(grt_replay_allocator(r), &s->run->at_oom);
+  return GRT_OK;
+}
+
+static int second_pass(const grt_trace *t, const grt_replay_config *base, cli_run *run) {
+  grt_replay_config c = *base;
+  snap_ctx sc = {run, NULL};
+  c.record_series = false;
+  c.on_step = take_snaps;
+  c.step_ctx = &sc;
+  grt_replay *r;
+  if (grt_replay_open(t, &c, &r)) return 0;
+  grt_replay_run(r);
+  grt_replay_destroy(r);
+  return 0;
+}
+
+int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, cli_run *run) {
+  memset(run, 0, sizeof *run);
+  run->trace_path = path;
+  snprintf(run->policy, sizeof run->policy, "%s", o->policy);
+  grt_trace_info info;
+  grt_trace_get_info(t, &info);
+  run->format = grt_trace_format_name(info.format);
+  run->n_events = info.n_events;
+  grt_replay_config c;
+  make_cfg(o, &c);
+  cli_progress prog;
+  char label[96];
+  snprintf(label, sizeof label, "%s/%s", cli_basename(path), o->policy);
+  cli_progress_init(&prog, label, info.n_events);
+  c.on_step = cli_progress_step;
+  c.step_ctx = &prog;
+  grt_replay *r;
+  grt_status st = grt_replay_open(t, &c, &r);
+  if (st) {
+    fprintf(stderr, "gpurt: cannot replay %s with policy '%s': %s\n", cli_basename(path), o->policy,
+            st == GRT_ERR_NOT_FOUND ? "no such policy" : grt_status_str(st));
+    return 1;
+  }
+  st = grt_replay_run(r);
+  cli_progress_done(&prog);
+  if (st) {
+    int rc = report_error(path, r, st);
+    grt_replay_destroy(r);
+    return rc;
+  }
+  grt_replay_get_summary(r, &run->sum);
+  run->recorded = c.placement == GRT_REPLAY_PLACE_RECORDED ||
+                  (c.placement == GRT_REPLAY_PLACE_AUTO && !strcmp(o->policy, "caching") &&
+                   info.format == GRT_TRACE_FORMAT_PYTORCH);
+  const grt_replay_sample *s;
+  size_t n;
+  grt_replay_series(r, &s, &n);
+  if (o->series && n) {
+    run->samples = malloc(n * sizeof *s);
+    if (run->samples) {
+      memcpy(run->samples, s, n * sizeof *s);
+      run->n_samples = n;
+      run->have_series = true;
+    }
+  }
+  grt_replay_destroy(r);
+  run->peak_event = run->sum.peak_reserved_event;
+  run->oom_event = run->sum.first_oom_event;
+  if (o->snapshots && run->have_series) {
+    c.on_step = NULL;
+    second_pass(t, &c, run);
+  }
+  bool search = o->search == 1 || (o->search == -1 && info.n_events < SEARCH_AUTO_MAX_EVENTS);
+  if (search) {
+    uint64_t cap = 0, live = 0;
+    make_cfg(o, &c);
+    st = grt_replay_min_capacity(t, &c, 0, &cap, &live);
+    if (st == GRT_OK && live) {
+      run->min_capacity = cap;
+      run->heap_ratio = (double)cap / (double)live;
+    } else {
+      run->search_failed = true;
+      snprintf(run->search_note, sizeof run->search_note, "%s",
+               st == GRT_ERR_OOM ? "OOMs even on a 1 TiB device" : live ? grt_status_str(st) : "no live bytes");
+    }
+  }
+  return 0;
+}
+
+static int stream_run(const char *path, const cli_run_opts *o, cli_run *run) {
+  memset(run, 0, sizeof *run);
+  run->trace_path = path;
+  run->format = "native";
+  snprintf(run->policy, sizeof run->policy, "%s", o->policy);
+  grt_replay_config c;
+  make_cfg(o, &c);
+  cli_progress prog;
+  cli_progress_init(&prog, cli_basename(path), 0);
+  c.on_step = cli_progress_step;
+  c.step_ctx = &prog;
+  grt_trace_error err;
+  memset(&err, 0, sizeof err);
+  grt_status st = grt_replay_stream_file(path, &c, &run->sum, &err);
+  cli_progress_done(&prog);
+  if (st && !err.file[0]) { /* the replay could not even start */
+    fprintf(stderr, "gpurt: cannot replay %s with policy '%s': %s\n", cli_basename(path), o->policy,
+            st == GRT_ERR_NOT_FOUND ? "no such policy" : grt_status_str(st));
+    return 1;
+  }
+  if (st) {
+    char msg[600];
+    grt_trace_error_format(&err, msg, sizeof msg);
+    fprintf(stderr, "gpurt replay: %s (%s)\n", msg, grt_status_str(st));
+    return 1;
+  }
+  run->n_events = run->sum.events;
+  return 0;
+}
+
+int cli_run_trace(const char *path, const cli_run_opts *o, cli_run *run) {
+  /* big native files stream (memory follows the live allocations); small ones load, for the search */
+  struct stat sb;
+  bool big = stat(path, &sb) == 0 && (uint64_t)sb.st_size > STREAM_MIN_BYTES;
+  if (cli_is_native(path) && !o->series && !o->snapshots && (o->search == 0 || (o->search == -1 && big)))
+    return stream_run(path, o, run);
+  grt_trace *t = cli_load_trace("replay", path, o->device);
+  if (!t) return 1;
+  int rc = cli_run_loaded(t, path, o, run);
+  grt_trace_destroy(t);
+  return rc;
+}
+
+void cli_run_free(cli_run *run) {
+  free(run->samples);
+  grt_alloc_snapshot_free(run->at_peak);
+  grt_alloc_snapshot_free(run->at_oom);
+  memset(run, 0, sizeof *run);
+}

@@ -1,0 +1,53 @@
+/* replay_run.h — one replay as the CLI runs it (load or stream, progress bar,
+ * capacity search, snapshots for the report), shared by replay and compare. */
+#ifndef GRT_TOOLS_REPLAY_RUN_H
+#define GRT_TOOLS_REPLAY_RUN_H
+
+#include <stdbool.h>
+
+#include "gpurt/replay.h"
+
+typedef struct cli_run_opts {
+  const char *policy, *conf;
+  uint64_t capacity;          /* 0 = automatic */
+  grt_replay_placement placement;
+  bool honor_releases;
+  int device;
+  bool series;                /* keep the per-step series */
+  int search;                 /* -1 auto (traces under 2M events), 0 off, 1 on */
+  bool snapshots;             /* segment maps at the peak and at the first OOM (a second pass) */
+} cli_run_opts;
+
+typedef struct cli_run {
+  const char *trace_path;
+  char policy[64];
+  const char *format;
+  uint64_t n_events;
+  bool recorded;              /* recorded segment addresses were handed out */
+  grt_replay_summary sum;
+  grt_replay_sample *samples; /* owned */
+  size_t n_samples;
+  bool have_series;
+  uint64_t min_capacity;      /* 0 = not searched / not found */
+  double heap_ratio;          /* min_capacity / peak live */
+  bool search_failed;
+  char search_note[128];
+  grt_alloc_snapshot *at_peak, *at_oom; /* owned, may be NULL */
+  uint64_t peak_event, oom_event;
+} cli_run;
+
+void cli_run_opts_default(cli_run_opts *o);
+/* Loads (or streams) and replays path; prints errors; 0 on success. */
+int cli_run_trace(const char *path, const cli_run_opts *o, cli_run *run);
+/* Replays an already loaded trace. */
+int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, cli_run *run);
+void cli_run_free(cli_run *run);
+
+void cli_print_summary(const cli_run *run);
+void cli_print_summary_json(const cli_run *run, bool with_series);
+/* Writes the HTML report of n runs (cmd_html.c); 0 on success. */
+int cli_write_html(const char *file, const char *title, const cli_run *runs, size_t n);
+/* `gpurt replay --fidelity` (cmd_fidelity.c). */
+int cli_fidelity(const char *path, int device, const char *html);
+
+#endif

@@ -1,0 +1,120 @@
+/* replay_util.c — see replay_util.h. */
+#include "replay_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+bool cli_parse_bytes(const char *s, uint64_t *out) {
+  if (!s || !*s) return false;
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || v < 0) return false;
+  double mult = 1;
+  if (*end) {
+    char c = (char)(*end | 0x20);
+    if (c == 'k') mult = 1024.0;
+    else if (c == 'm') mult = 1024.0 * 1024;
+    else if (c == 'g') mult = 1024.0 * 1024 * 1024;
+    else if (c == 't') mult = 1024.0 * 1024 * 1024 * 1024;
+    else if (c != 'b') return false;
+    end++;
+    if (*end && strcasecmp(end, "ib") && strcasecmp(end, "b")) return false;
+  }
+  double bytes = v * mult;
+  if (bytes >= 18446744073709551615.0) return false;
+  *out = (uint64_t)bytes;
+  return true;
+}
+
+grt_trace *cli_load_trace(const char *cmd, const char *path, int device) {
+  grt_trace_load_config cfg;
+  grt_trace_load_config_default(&cfg);
+  cfg.device = device;
+  grt_trace *t = NULL;
+  grt_trace_error err;
+  grt_status st = grt_trace_load(path, &cfg, &t, &err);
+  if (st) {
+    char msg[600];
+    grt_trace_error_format(&err, msg, sizeof msg);
+    fprintf(stderr, "gpurt %s: %s (%s)\n", cmd, msg, grt_status_str(st));
+    return NULL;
+  }
+  return t;
+}
+
+bool cli_is_native(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  char buf[12];
+  size_t n = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  return n >= 11 && !memcmp(buf, "gpurt-trace", 11);
+}
+
+const char *cli_basename(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void cli_progress_init(cli_progress *p, const char *label, uint64_t total) {
+  memset(p, 0, sizeof *p);
+  p->label = label;
+  p->total = total;
+  p->start = now_s();
+  p->enabled = isatty(2);
+}
+
+void cli_progress_tick(cli_progress *p, uint64_t done) {
+  if (!p->enabled || (done & 0xffff)) return;
+  double t = now_s();
+  if (t - p->start < 1.0 || t - p->last_draw < 0.1) return;
+  p->last_draw = t;
+  p->drawn = true;
+  double rate = (double)done / (t - p->start);
+  if (p->total) {
+    int width = 30, fill = (int)((double)width * (double)done / (double)p->total);
+    if (fill > width) fill = width;
+    fprintf(stderr, "\r%s [%.*s%*s] %5.1f%%  %.1fM events/s ", p->label, fill, "##############################",
+            width - fill, "", 100.0 * (double)done / (double)p->total, rate / 1e6);
+  } else {
+    fprintf(stderr, "\r%s %.1fM events  %.1fM events/s ", p->label, (double)done / 1e6, rate / 1e6);
+  }
+  fflush(stderr);
+}
+
+void cli_progress_done(cli_progress *p) {
+  if (p->drawn) fprintf(stderr, "\r%*s\r", 78, "");
+  p->drawn = false;
+}
+
+grt_status cli_progress_step(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index) {
+  (void)r;
+  (void)ev;
+  cli_progress_tick(ctx, index + 1);
+  return GRT_OK;
+}
+
+int cli_known_policies(const char **out, int max) {
+  static const char *const candidates[] = {"naive", "caching", "bump", "buddy", "slab", "async", "sharded"};
+  grt_device_config dc;
+  grt_device_config_default(&dc);
+  grt_device *dev = NULL;
+  int n = 0;
+  if (grt_device_create(&dc, &dev)) return 0;
+  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && n < max; i++) {
+    grt_allocator *a = NULL;
+    if (grt_alloc_create(candidates[i], dev, NULL, &a) == GRT_OK) out[n++] = candidates[i];
+    grt_alloc_destroy(a);
+  }
+  grt_device_destroy(dev);
+  return n;
+}

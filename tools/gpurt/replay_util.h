@@ -1,0 +1,40 @@
+/* replay_util.h — helpers shared by `gpurt replay` and `gpurt compare`:
+ * byte-size parsing, trace loading with readable errors, the progress bar. */
+#ifndef GRT_TOOLS_REPLAY_UTIL_H
+#define GRT_TOOLS_REPLAY_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gpurt/replay.h"
+
+/* "1048576", "512M", "80G", "1.5GiB", "64k" -> bytes; false on junk. */
+bool cli_parse_bytes(const char *s, uint64_t *out);
+/* Loads a trace; prints "gpurt CMD: file:line: reason" on failure. */
+grt_trace *cli_load_trace(const char *cmd, const char *path, int device);
+/* True when the file starts with the native magic. */
+bool cli_is_native(const char *path);
+/* The file name without its directories. */
+const char *cli_basename(const char *path);
+
+/* Progress bar on stderr, drawn only on a terminal and only after a second. */
+typedef struct cli_progress {
+  const char *label;
+  uint64_t total; /* events, 0 = unknown */
+  double start;
+  double last_draw;
+  bool drawn, enabled;
+} cli_progress;
+
+void cli_progress_init(cli_progress *p, const char *label, uint64_t total);
+/* Call after each event (cheap: checks the clock every 64Ki events). */
+void cli_progress_tick(cli_progress *p, uint64_t done);
+void cli_progress_done(cli_progress *p);
+/* A step callback that ticks a cli_progress (ctx). */
+grt_status cli_progress_step(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index);
+
+/* The policies `compare` tries by default: those grt_alloc_create knows, among candidates. */
+int cli_known_policies(const char **out, int max);
+
+#endif
