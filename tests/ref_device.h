@@ -47,8 +47,7 @@ typedef struct ref_device {
   grt_device_config cfg;
   ref_interval *iv;
   size_t n_iv, cap_iv;
-  grt_devptr *freed; /* freed start addresses not handed out again */
-  size_t n_freed, cap_freed;
+  unsigned char *freed; /* per alignment unit of the physical range: a start freed and not handed out again */
   ref_reservation *res;
   size_t n_res, cap_res;
   grt_devptr next_va, hint;
@@ -70,6 +69,8 @@ static void ref_dev_init(ref_device *d, const grt_device_config *cfg) {
   d->iv = ref_grow(NULL, &d->cap_iv, 0, sizeof *d->iv);
   d->iv[0] = (ref_interval){cfg->base_address, cfg->capacity, REF_FREE};
   d->n_iv = 1;
+  d->freed = calloc(cfg->capacity / cfg->alignment + 1, 1);
+  if (!d->freed) abort();
   d->next_va = cfg->base_address + ((uint64_t)1 << 44);
   d->countdown = cfg->fail_malloc_at;
 }
@@ -97,15 +98,15 @@ static void ref_note_peak(ref_device *d) {
   if (n > d->st.peak_bytes_in_use) d->st.peak_bytes_in_use = n;
 }
 
+/* Only interval starts are ever freed, and they lie in the physical range on the alignment. */
 static void ref_forget_freed(ref_device *d, grt_devptr addr) {
-  for (size_t i = 0; i < d->n_freed; i++)
-    if (d->freed[i] == addr) d->freed[i--] = d->freed[--d->n_freed];
+  d->freed[(addr - d->cfg.base_address) / d->cfg.alignment] = 0;
 }
 
 static int ref_was_freed(const ref_device *d, grt_devptr addr) {
-  for (size_t i = 0; i < d->n_freed; i++)
-    if (d->freed[i] == addr) return 1;
-  return 0;
+  if (addr < d->cfg.base_address || addr >= d->cfg.base_address + d->cfg.capacity) return 0;
+  if ((addr - d->cfg.base_address) % d->cfg.alignment) return 0;
+  return d->freed[(addr - d->cfg.base_address) / d->cfg.alignment];
 }
 
 /* Carves [addr, addr + size) of kind out of free interval i. */
@@ -125,8 +126,7 @@ static void ref_take(ref_device *d, size_t i, grt_devptr addr, uint64_t size, in
 
 /* Interval i becomes free and merges with free neighbours; its start counts as freed. */
 static void ref_give_back(ref_device *d, size_t i) {
-  d->freed = ref_grow(d->freed, &d->cap_freed, d->n_freed, sizeof *d->freed);
-  d->freed[d->n_freed++] = d->iv[i].addr;
+  d->freed[(d->iv[i].addr - d->cfg.base_address) / d->cfg.alignment] = 1;
   d->iv[i].kind = REF_FREE;
   if (i + 1 < d->n_iv && d->iv[i + 1].kind == REF_FREE) {
     d->iv[i].size += d->iv[i + 1].size;
