@@ -173,11 +173,64 @@ static void test_import_validation(void **state) {
   drop_fixture(&fx);
 }
 
+/* Each malformed configuration string fails with a reason and changes nothing. */
+static void test_config_parse_errors(void **state) {
+  (void)state;
+  const char *bad[] = {
+      "roundup_power2_divisions:[1:2",      "roundup_power2_divisions:[1:3]",   "roundup_power2_divisions:[3:2]",
+      "roundup_power2_divisions:[1:2;2:4]", "roundup_power2_divisions:[1]",     "roundup_power2_divisions:x",
+      ":1",                                 "max_split_size_mb",                "max_split_size_mb:",
+      "max_split_size_mb:abc",              "garbage_collection_threshold:1.5", "garbage_collection_threshold:0.5x",
+      "expandable_segments:maybe",          "cross_stream:sometimes",           "fit:worst",
+      "merge_on_free:2",                    "empty_cache_idle_cycles:-1",       "empty_cache_idle_cycles:9999999",
+      "fit:best;fit:first",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    grt_alloc_config c, before;
+    grt_alloc_config_default(&c);
+    before = c;
+    char err[128] = "";
+    grt_status st = grt_alloc_config_parse(&c, bad[i], err, sizeof err);
+    if (st != GRT_ERR_PARSE) fail_msg("'%s' parsed (%s)", bad[i], grt_status_name(st));
+    assert_true(err[0] != 0);
+    assert_memory_equal(&c, &before, sizeof c);
+    assert_int_equal(grt_alloc_config_parse(&c, bad[i], NULL, 0), GRT_ERR_PARSE); /* no buffer: still a status */
+  }
+  grt_alloc_config c;
+  grt_alloc_config_default(&c);
+  assert_int_equal(grt_alloc_config_parse(NULL, "", NULL, 0), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_alloc_config_parse(&c, NULL, NULL, 0), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_alloc_config_parse(&c, "max_split_size_mb:99999999999999999,merge_on_free:true", NULL, 0), GRT_OK);
+  assert_int_equal(c.max_split_size, GRT_UNLIMITED);
+  assert_int_equal(c.no_merge_on_free, 0);
+  assert_int_equal(grt_alloc_config_parse(&c, "roundup_power2_divisions:[1:2,1048576:8]", NULL, 0), GRT_OK);
+  assert_int_equal(c.roundup_power2_divisions[GRT_ROUNDUP_INTERVALS - 1], 8);
+}
+
+/* GRT_ALLOC_CONF overrides a configuration; unset leaves it alone. */
+static void test_config_from_env(void **state) {
+  (void)state;
+  grt_alloc_config c;
+  grt_alloc_config_default(&c);
+  char err[128];
+  assert_int_equal(grt_alloc_config_from_env(NULL, err, sizeof err), GRT_ERR_INVALID_ARG);
+  unsetenv("GRT_ALLOC_CONF");
+  assert_int_equal(grt_alloc_config_from_env(&c, err, sizeof err), GRT_OK);
+  assert_int_equal(c.max_split_size, GRT_UNLIMITED);
+  setenv("GRT_ALLOC_CONF", "max_split_size_mb:64", 1);
+  assert_int_equal(grt_alloc_config_from_env(&c, err, sizeof err), GRT_OK);
+  assert_int_equal(c.max_split_size, 64 * MiB);
+  setenv("GRT_ALLOC_CONF", "nonsense", 1);
+  assert_int_equal(grt_alloc_config_from_env(&c, err, sizeof err), GRT_ERR_PARSE);
+  unsetenv("GRT_ALLOC_CONF");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_above_capacity_is_oom), cmocka_unit_test(test_create_validation),
       cmocka_unit_test(test_null_arguments),        cmocka_unit_test(test_naive_errors),
-      cmocka_unit_test(test_import_validation),
+      cmocka_unit_test(test_import_validation),    cmocka_unit_test(test_config_parse_errors),
+      cmocka_unit_test(test_config_from_env),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
