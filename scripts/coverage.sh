@@ -39,6 +39,14 @@ gcovr_args=(--root . --filter 'src/' --object-directory "$dir" --exclude-unreach
   --print-summary --json-summary "$dir/coverage.json")
 gcovr "${gcovr_args[@]}" --txt "$dir/coverage.txt" >"$dir/summary.txt"
 cat "$dir/coverage.txt"
+python3 - "$dir/coverage.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print("%-40s %7s %17s" % ("file (branches, fewest covered first)", "lines", "branches"))
+for f in sorted(s["files"], key=lambda f: f["branch_covered"] - f["branch_total"]):
+    print("%-40s %6.1f%% %6d/%-5d %5.1f%%" % (f["filename"], f["line_percent"], f["branch_covered"],
+                                           f["branch_total"], f["branch_percent"]))
+PY
 cat "$dir/summary.txt"
 read -r lpct bpct < <(python3 -c '
 import json, sys

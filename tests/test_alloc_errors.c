@@ -225,12 +225,27 @@ static void test_config_from_env(void **state) {
   unsetenv("GRT_ALLOC_CONF");
 }
 
+/* Every status has its own name and sentence; unknown codes get generic ones. */
+static void test_every_status_string(void **state) {
+  (void)state;
+  for (int a = GRT_OK; a <= GRT_ERR_INTERNAL; a++) {
+    assert_non_null(strstr(grt_status_name((grt_status)a), "GRT_"));
+    assert_true(grt_status_str((grt_status)a)[0] != 0);
+    for (int b = GRT_OK; b < a; b++) {
+      assert_string_not_equal(grt_status_name((grt_status)a), grt_status_name((grt_status)b));
+      assert_string_not_equal(grt_status_str((grt_status)a), grt_status_str((grt_status)b));
+    }
+  }
+  assert_non_null(grt_status_str((grt_status)999));
+  assert_string_equal(grt_status_name((grt_status)999), "GRT_STATUS_UNKNOWN");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_above_capacity_is_oom), cmocka_unit_test(test_create_validation),
       cmocka_unit_test(test_null_arguments),        cmocka_unit_test(test_naive_errors),
       cmocka_unit_test(test_import_validation),    cmocka_unit_test(test_config_parse_errors),
-      cmocka_unit_test(test_config_from_env),
+      cmocka_unit_test(test_config_from_env),      cmocka_unit_test(test_every_status_string),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
