@@ -1,12 +1,27 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer harnesses (clang, ASan+UBSan) and runs each for the given
-# number of seconds (default 60) on its saved seed corpus in fuzz/corpus/<reader>/.
-# New inputs libFuzzer finds go to build/fuzz/work/<reader>/ (not the repository);
-# crashes land in build/fuzz/crash-<reader>-*. Exits nonzero if any harness fails.
-#   scripts/fuzz.sh [seconds]
+# Builds the libFuzzer harnesses (clang, ASan+UBSan) and runs each on its saved
+# seed corpus in fuzz/corpus/<harness>/: the trace readers (native, pytorch,
+# rmm, minimalloc) and alloc_api (sequences of allocator and device calls).
+# New inputs libFuzzer finds go to build/fuzz/work/<harness>/ (not the
+# repository); crashes land in build/fuzz/crash-<harness>-*. Exits nonzero if
+# any harness fails. Each harness prints its executed-units count.
+#   scripts/fuzz.sh [seconds]            every harness for that long (default 60)
+#   scripts/fuzz.sh --runs N [jobs]      every harness for N executions, split over
+#                                        `jobs` parallel workers (default: nproc);
+#                                        the 10,000,000-execution run is --runs 10000000
+#   scripts/fuzz.sh --smoke [seconds]    CI: every harness briefly (default 15 s) on
+#                                        the saved corpus only (nothing written to it)
+#   GRT_FUZZ_HARNESSES="alloc_api rmm"   limit the harnesses
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${1:-60}
+mode=time secs=60 runs=0 jobs=$(nproc)
+case "${1:-}" in
+  --runs) mode=runs; runs=${2:?--runs needs a count}; jobs=${3:-$jobs} ;;
+  --smoke) mode=smoke; secs=${2:-15} ;;
+  "") ;;
+  *) secs=$1 ;;
+esac
+harnesses=(${GRT_FUZZ_HARNESSES:-native pytorch rmm minimalloc alloc_api})
 bash scripts/deps.sh clang libclang-rt-14-dev
 dir=build/fuzz
 cmake -S . -B "$dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -16,21 +31,53 @@ cmake --build "$dir"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
-for reader in native pytorch rmm minimalloc; do
-  work="$dir/work/$reader"
+for h in "${harnesses[@]}"; do
+  work="$dir/work/$h"
   mkdir -p "$work"
   dict=()
-  case $reader in
+  case $h in
     native) dict=(-dict=fuzz/native.dict) ;;
     rmm|minimalloc) dict=(-dict=fuzz/csv.dict) ;;
   esac
-  echo "== fuzz_$reader: ${secs}s"
-  if ! "$dir/fuzz/fuzz_$reader" "$work" "fuzz/corpus/$reader" "${dict[@]}" \
-      -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
-      -artifact_prefix="$dir/crash-$reader-" -print_final_stats=1 2>"$dir/fuzz_$reader.log"; then
-    echo "fuzz_$reader FAILED: see $dir/fuzz_$reader.log" >&2
+  maxlen=65536
+  [ "$h" = alloc_api ] && maxlen=2048 # at most 256 calls are read anyway
+  common=(-max_len=$maxlen -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$dir/crash-$h-" -print_final_stats=1)
+  log="$dir/fuzz_$h.log"
+  case $mode in
+    time)
+      echo "== fuzz_$h: ${secs}s"
+      cmd=("$dir/fuzz/fuzz_$h" "$work" "fuzz/corpus/$h" "${dict[@]}" -max_total_time="$secs" "${common[@]}") ;;
+    smoke) # the saved corpus is read, not extended: a scratch dir takes new inputs
+      echo "== fuzz_$h: smoke ${secs}s on fuzz/corpus/$h"
+      rm -rf "$dir/smoke/$h" && mkdir -p "$dir/smoke/$h"
+      cmd=("$dir/fuzz/fuzz_$h" "$dir/smoke/$h" "fuzz/corpus/$h" "${dict[@]}" -max_total_time="$secs" "${common[@]}") ;;
+    runs) # -jobs workers, each -runs=N/jobs; fork mode keeps one shared corpus
+      per=$(( (runs + jobs - 1) / jobs ))
+      echo "== fuzz_$h: $runs executions ($jobs workers x $per)"
+      cmd=("$dir/fuzz/fuzz_$h" "$work" "fuzz/corpus/$h" "${dict[@]}" -runs="$per" -jobs="$jobs" -workers="$jobs"
+        "${common[@]}") ;;
+  esac
+  start=$(date +%s)
+  if [ "$mode" = runs ]; then
+    # each worker writes fuzz-<n>.log in the current directory: run inside $dir/jobs-$h
+    rm -rf "$dir/jobs-$h" && mkdir -p "$dir/jobs-$h"
+    root=$PWD
+    abs=("${cmd[@]/#$dir/$root/$dir}")
+    abs=("${abs[@]/#fuzz\/corpus/$root/fuzz/corpus}")
+    abs=("${abs[@]/#-dict=fuzz/-dict=$root/fuzz}")
+    abs=("${abs[@]/#-artifact_prefix=$dir/-artifact_prefix=$root/$dir}")
+    if ! (cd "$dir/jobs-$h" && "${abs[@]}" >"$root/$log" 2>&1); then
+      echo "fuzz_$h FAILED: see $log and $dir/jobs-$h/fuzz-*.log" >&2
+      status=1
+    fi
+    total=$(cat "$dir"/jobs-"$h"/fuzz-*.log | sed -n 's/^stat::number_of_executed_units: *//p' | awk '{s += $1} END {print s + 0}')
+    echo "stat::number_of_executed_units: $total (all workers, $(( $(date +%s) - start )) s)"
+    continue
+  fi
+  if ! "${cmd[@]}" 2>"$log"; then
+    echo "fuzz_$h FAILED: see $log" >&2
     status=1
   fi
-  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$dir/fuzz_$reader.log" || true
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$log" || true
 done
 exit $status

@@ -152,6 +152,29 @@ static void test_virtual_memory(void **state) {
   assert_int_equal(grt_device_destroy(dev), GRT_OK);
 }
 
+/* A mapped page's physical address is not a segment: free and segment_size
+ * refuse it (found by the differential test: free used to return it to the
+ * holes while the reservation still mapped it). */
+static void test_mapped_page_is_not_a_segment(void **state) {
+  (void)state;
+  grt_device *dev = make(8 * GRT_MiB);
+  grt_devptr va;
+  uint64_t size;
+  assert_int_equal(grt_device_reserve(dev, 4 * GRT_MiB, &va), GRT_OK);
+  assert_int_equal(grt_device_map(dev, va, 2 * GRT_MiB), GRT_OK);
+  grt_devptr page = 0x7f0000000000ULL; /* first fit: the first physical page */
+  assert_int_equal(grt_device_free(dev, page), GRT_ERR_UNKNOWN_POINTER);
+  assert_int_equal(grt_device_segment_size(dev, page, &size), GRT_ERR_UNKNOWN_POINTER);
+  grt_device_stats s;
+  assert_int_equal(grt_device_get_stats(dev, &s), GRT_OK);
+  assert_int_equal(s.bytes_in_use, 2 * GRT_MiB);
+  assert_int_equal(s.segments, 0);
+  assert_int_equal(grt_device_unmap(dev, va, 2 * GRT_MiB), GRT_OK);
+  assert_int_equal(grt_device_free(dev, page), GRT_ERR_DOUBLE_FREE); /* returned by the unmap */
+  assert_int_equal(grt_device_release(dev, va), GRT_OK);
+  assert_int_equal(grt_device_destroy(dev), GRT_OK);
+}
+
 static void test_status_strings(void **state) {
   (void)state;
   assert_string_equal(grt_status_name(GRT_ERR_OOM), "GRT_ERR_OOM");
@@ -168,6 +191,7 @@ int main(void) {
       cmocka_unit_test(test_malloc_at_and_fault_injection),
       cmocka_unit_test(test_host_backing),
       cmocka_unit_test(test_virtual_memory),
+      cmocka_unit_test(test_mapped_page_is_not_a_segment),
       cmocka_unit_test(test_status_strings),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,6 +57,7 @@ static grt_status naive_malloc(grt_allocator *a, uint64_t size, grt_stream_id st
   uint64_t rounded = (size + GRT_MIN_BLOCK_SIZE - 1) / GRT_MIN_BLOCK_SIZE * GRT_MIN_BLOCK_SIZE;
   grt_devptr p;
   grt_status st = grt_device_malloc(a->dev, rounded, &p);
+  if (st == GRT_ERR_SIZE) st = GRT_ERR_OOM; /* above the device's capacity: an OOM, as in the caching policy */
   if (st) {
     free(b);
     if (st == GRT_ERR_OOM) {

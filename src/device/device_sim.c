@@ -160,6 +160,7 @@ static grt_status sim_malloc_at(void *impl, grt_devptr addr, uint64_t size) {
 
 /* Classifies an address that is not the start of a live segment. */
 static grt_status classify_bad(const sim *s, grt_devptr ptr) {
+  if (grt__u64map_get(&s->pages, ptr)) return GRT_ERR_UNKNOWN_POINTER; /* a mapped page, not a segment */
   if (ptr < s->base || ptr >= s->base + s->capacity) return GRT_ERR_UNKNOWN_POINTER;
   size_t i = find_hole(s, ptr);
   int in_free_space = i < s->n_holes && s->holes[i].addr <= ptr;
@@ -170,7 +171,9 @@ static grt_status classify_bad(const sim *s, grt_devptr ptr) {
 static grt_status sim_free(void *impl, grt_devptr ptr) {
   sim *s = impl;
   uint64_t size = (uint64_t)(uintptr_t)grt__u64map_get(&s->live, ptr);
-  if (!size) return classify_bad(s, ptr);
+  /* Mapped pages are live entries too, but only unmap may return them
+     (unmap_pages drops a page from `pages` before freeing it here). */
+  if (!size || grt__u64map_get(&s->pages, ptr)) return classify_bad(s, ptr);
   if (!ensure_hole_room(s)) return GRT_ERR_NOMEM;
   if (!grt__u64map_put(&s->freed, ptr, (void *)1)) return GRT_ERR_NOMEM;
   grt__u64map_del(&s->live, ptr);
@@ -197,7 +200,7 @@ static grt_status sim_free(void *impl, grt_devptr ptr) {
 static grt_status sim_segment_size(void *impl, grt_devptr ptr, uint64_t *size) {
   sim *s = impl;
   uint64_t sz = (uint64_t)(uintptr_t)grt__u64map_get(&s->live, ptr);
-  if (!sz) return classify_bad(s, ptr);
+  if (!sz || grt__u64map_get(&s->pages, ptr)) return classify_bad(s, ptr);
   *size = sz;
   return GRT_OK;
 }
