@@ -41,6 +41,7 @@ typedef struct ref_reservation {
   grt_devptr va;
   uint64_t size;
   grt_devptr *phys; /* per page, 0 = unmapped */
+  uint64_t *first;  /* per mapped page: the first page of the map call that mapped it */
 } ref_reservation;
 
 typedef struct ref_device {
@@ -76,7 +77,7 @@ static void ref_dev_init(ref_device *d, const grt_device_config *cfg) {
 }
 
 static void ref_dev_destroy(ref_device *d) {
-  for (size_t i = 0; i < d->n_res; i++) free(d->res[i].phys);
+  for (size_t i = 0; i < d->n_res; i++) free(d->res[i].phys), free(d->res[i].first);
   free(d->res);
   free(d->iv);
   free(d->freed);
@@ -215,11 +216,11 @@ static grt_status ref_dev_set_next_address(ref_device *d, grt_devptr addr) {
 
 /* Why addr is not the start of a live segment. */
 static grt_status ref_dev_classify(const ref_device *d, grt_devptr addr) {
-  if (ref_was_freed(d, addr)) return GRT_ERR_DOUBLE_FREE;
   long i = ref_interval_at(d, addr);
-  if (i < 0 || d->iv[i].kind == REF_FREE) return GRT_ERR_UNKNOWN_POINTER;
+  if (i < 0) return GRT_ERR_UNKNOWN_POINTER;
   if (d->iv[i].kind == REF_PAGE_MAPPED && d->iv[i].addr == addr) return GRT_ERR_UNKNOWN_POINTER; /* not a segment */
-  return GRT_ERR_INTERIOR_POINTER;
+  if (d->iv[i].kind != REF_FREE) return GRT_ERR_INTERIOR_POINTER; /* inside live memory, even if once freed */
+  return ref_was_freed(d, addr) ? GRT_ERR_DOUBLE_FREE : GRT_ERR_UNKNOWN_POINTER;
 }
 
 static grt_status ref_dev_free(ref_device *d, grt_devptr ptr) {
@@ -262,17 +263,19 @@ static grt_status ref_dev_host_ptr(ref_device *d, grt_devptr ptr, uint64_t len) 
 }
 
 static grt_status ref_vm_check(grt_devptr va, uint64_t size) {
-  return size == 0 || size % REF_PAGE || va % REF_PAGE ? GRT_ERR_INVALID_ARG : GRT_OK;
+  if (size == 0) return GRT_ERR_SIZE;
+  return size % REF_PAGE || va % REF_PAGE ? GRT_ERR_INVALID_ARG : GRT_OK;
 }
 
 static grt_status ref_dev_reserve(ref_device *d, uint64_t size, grt_devptr *va) {
-  if (ref_vm_check(0, size)) return GRT_ERR_INVALID_ARG;
+  if (ref_vm_check(0, size)) return ref_vm_check(0, size);
   d->res = ref_grow(d->res, &d->cap_res, d->n_res, sizeof *d->res);
   ref_reservation *r = &d->res[d->n_res++];
   r->va = d->next_va;
   r->size = size;
   r->phys = calloc(size / REF_PAGE, sizeof *r->phys);
-  if (!r->phys) abort();
+  r->first = calloc(size / REF_PAGE, sizeof *r->first);
+  if (!r->phys || !r->first) abort();
   *va = r->va;
   d->next_va += size + REF_PAGE;
   return GRT_OK;
@@ -284,7 +287,7 @@ static void ref_unmap_page(ref_device *d, ref_reservation *r, uint64_t page) {
 }
 
 static grt_status ref_dev_map(ref_device *d, grt_devptr va, uint64_t size) {
-  if (ref_vm_check(va, size)) return GRT_ERR_INVALID_ARG;
+  if (ref_vm_check(va, size)) return ref_vm_check(va, size);
   if (ref_fault(d)) {
     d->st.failed_mallocs++;
     return GRT_ERR_FAULT_INJECTED;
@@ -301,6 +304,7 @@ static grt_status ref_dev_map(ref_device *d, grt_devptr va, uint64_t size) {
       d->st.failed_mallocs++;
       return GRT_ERR_OOM;
     }
+    r->first[p] = first;
   }
   d->st.map_calls++;
   ref_note_peak(d);
@@ -308,12 +312,15 @@ static grt_status ref_dev_map(ref_device *d, grt_devptr va, uint64_t size) {
 }
 
 static grt_status ref_dev_unmap(ref_device *d, grt_devptr va, uint64_t size) {
-  if (ref_vm_check(va, size)) return GRT_ERR_INVALID_ARG;
+  if (ref_vm_check(va, size)) return ref_vm_check(va, size);
   ref_reservation *r = ref_res_at(d, va);
   if (!r || va + size > r->va + r->size) return GRT_ERR_INVALID_ARG;
-  uint64_t first = (va - r->va) / REF_PAGE, n = size / REF_PAGE;
-  for (uint64_t p = first; p < first + n; p++)
+  uint64_t first = (va - r->va) / REF_PAGE, n = size / REF_PAGE, end = first + n;
+  for (uint64_t p = first; p < end; p++)
     if (!r->phys[p]) return GRT_ERR_INVALID_ARG;
+  /* whole mappings only (cuMemUnmap): the range starts a mapping and the next page is not of the last one's */
+  if (r->first[first] != first) return GRT_ERR_INVALID_ARG;
+  if (end < r->size / REF_PAGE && r->phys[end] && r->first[end] == r->first[end - 1]) return GRT_ERR_INVALID_ARG;
   for (uint64_t p = first; p < first + n; p++) ref_unmap_page(d, r, p);
   d->st.unmap_calls++;
   d->st.syncs++;
@@ -326,6 +333,7 @@ static grt_status ref_dev_release(ref_device *d, grt_devptr va) {
     for (uint64_t p = 0; p < d->res[i].size / REF_PAGE; p++)
       if (d->res[i].phys[p]) return GRT_ERR_BUSY;
     free(d->res[i].phys);
+    free(d->res[i].first);
     memmove(&d->res[i], &d->res[i + 1], (d->n_res - i - 1) * sizeof *d->res);
     d->n_res--;
     return GRT_OK;

@@ -120,7 +120,7 @@ static void test_null_arguments(void **state) {
   assert_int_equal(grt_device_host_ptr(fx.dev, 0x7f0000000000ULL, 1, &h), GRT_ERR_UNSUPPORTED);
   assert_int_equal(grt_device_inject_malloc_failure(NULL, 1), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_device_walk_segments(NULL, NULL, NULL), GRT_ERR_INVALID_ARG);
-  assert_int_equal(grt_device_granularity(NULL, &x), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_device_vmm_granularity(NULL, &x), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_device_reserve(NULL, 2 * MiB, &p), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_device_reserve(fx.dev, 2 * MiB, NULL), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_device_reserve(fx.dev, MiB, &p), GRT_ERR_INVALID_ARG);

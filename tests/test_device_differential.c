@@ -212,8 +212,13 @@ static void run(const variant *v, uint64_t seed, uint64_t ops) {
   /* teardown through the public calls: destroy is busy until everything went back */
   for (size_t j = 0; j < r.n_res; j++) {
     grt_devptr va = r.res[j].va;
-    for (uint64_t p = 0; p < r.res[j].size / REF_PAGE; p++)
-      if (r.res[j].phys[p]) assert_int_equal(grt_device_unmap(dev, va + p * REF_PAGE, REF_PAGE), GRT_OK);
+    uint64_t pages = r.res[j].size / REF_PAGE;
+    for (uint64_t p = 0; p < pages; p++) { /* one unmap per mapping, as cuMemUnmap requires */
+      if (!r.res[j].phys[p] || r.res[j].first[p] != p) continue;
+      uint64_t end = p + 1;
+      while (end < pages && r.res[j].phys[end] && r.res[j].first[end] == p) end++;
+      assert_int_equal(grt_device_unmap(dev, va + p * REF_PAGE, (end - p) * REF_PAGE), GRT_OK);
+    }
   }
   if (r.n_res || s.segments) assert_int_equal(grt_device_destroy(dev), GRT_ERR_BUSY);
   for (size_t j = 0; j < r.n_res; j++) assert_int_equal(grt_device_release(dev, r.res[j].va), GRT_OK);
