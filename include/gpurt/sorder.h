@@ -159,7 +159,9 @@ GRT_API grt_status grt_mempool_destroy(grt_mempool *pool);
 GRT_API grt_status grt_malloc_async(grt_mempool *pool, uint64_t size, grt_stream *s, grt_devptr *out);
 /* cudaFreeAsync: ptr is free from s's current position on. GRT_ERR_DOUBLE_FREE
  * for a block already freed, GRT_ERR_UNKNOWN_POINTER for a pointer of another
- * pool, GRT_ERR_DESTROYED for a destroyed stream; nothing changes on error. */
+ * pool, GRT_ERR_INVALID_ARG for a block of this pool's PyTorch path (free it
+ * with grt_mempool_free), GRT_ERR_DESTROYED for a destroyed stream; nothing
+ * changes on error. */
 GRT_API grt_status grt_free_async(grt_mempool *pool, grt_devptr ptr, grt_stream *s);
 /* The bug this layer exists to prevent: a host-order free, reusable by any
  * stream at once while earlier work may still use it. For demonstrations (S3)
