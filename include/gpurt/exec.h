@@ -249,6 +249,15 @@ GRT_API grt_status grt_exec_cb_stream_wait(void *ctx, grt_stream_id id, void *ev
 /* Destroys an event made by grt_exec_cb_event_record. */
 GRT_API grt_status grt_exec_cb_event_release(void *ctx, void *event);
 
+/* ---- small additions for the stream-ordered layer (src/exec/sorder_support.c) ---- */
+
+/* Copies the stream's name ("" when none was set) into buf (truncated). */
+GRT_API grt_status grt_stream_get_name(grt_stream *s, char *buf, size_t buf_size);
+/* The host spends ns of its own time (an expensive host call such as a pinned
+ * allocation): threads: sleeps; virtual: the simulation runs up to now + ns and
+ * the virtual clock then stands at least there. GRT_ERR_NOT_PERMITTED in a body. */
+GRT_API grt_status grt_exec_host_delay(grt_exec *exec, uint64_t ns);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,11 +2,10 @@
  *
  * Shared by `gpurt demo streams` and the tests so that both run exactly the
  * same work. Each scenario takes an exec the caller made (either clock) and
- * leaves it without live children; they use only the public API plus the
- * minimal stream-ordered pool below.
+ * leaves it without live children; they use only the public API.
  *
  *   S1/S2  a chunked H2D -> compute -> D2H pipeline in several issue layouts.
- *   S3     buffer lifetime across streams: host-order free vs stream-ordered free.
+ *   S3     buffer lifetime across streams: in src/sorder/scenario_lifetime.h.
  *   S4     deadlocks through blocking user events, and plain events that cannot.
  */
 #ifndef GRT_EXEC_SCENARIO_H
@@ -38,40 +37,7 @@ typedef struct grt__pipe_result {
 grt_status grt__scn_pipeline(grt_exec *exec, const grt__pipe_params *p, grt__pipe_layout layout,
                              grt__pipe_result *out);
 
-/* ---- S3: lifetime, with a minimal stream-ordered pool ----
- * Fixed-size blocks carved from one device segment. free_async makes a block
- * reusable only in stream order: it records an event at the free point, and
- * an allocation on another stream first makes that stream wait for it (the
- * "follow event dependencies" policy of cudaMallocAsync). free_now is the
- * unsafe host-order free. Replaceable by the full allocator (issue 4). */
-typedef struct grt__sopool grt__sopool;
-grt_status grt__sopool_create(grt_exec *exec, uint64_t block_bytes, unsigned blocks, grt__sopool **out);
-grt_status grt__sopool_destroy(grt__sopool *p);
-/* Lowest free block. */
-grt_status grt__sopool_alloc(grt__sopool *p, grt_stream *s, grt_devptr *out);
-grt_status grt__sopool_free_async(grt__sopool *p, grt_devptr ptr, grt_stream *s);
-grt_status grt__sopool_free_now(grt__sopool *p, grt_devptr ptr);
-
-typedef struct grt__lifetime_sched {
-  uint64_t pre_a_ns; /* work on A before the reader */
-  uint64_t read_ns;  /* the reader kernel on A */
-  uint64_t pre_c_ns; /* work on C before the writer */
-  uint64_t write_ns; /* the writer kernel on C */
-  int gated;         /* deterministic: A's reader waits until C's writer finished (unsafe) or the free (safe) */
-} grt__lifetime_sched;
-
-typedef struct grt__lifetime {
-  grt_exec *exec;
-  grt__sopool *pool;
-  grt_stream *a, *c;
-  uint64_t bytes;
-} grt__lifetime;
-
-grt_status grt__lifetime_init(grt__lifetime *lt, grt_exec *exec, uint64_t bytes);
-void grt__lifetime_fini(grt__lifetime *lt);
-/* One schedule; *corrupted = the reader's checksum did not match. */
-grt_status grt__lifetime_run(grt__lifetime *lt, int stream_ordered, const grt__lifetime_sched *sc, uint64_t seed,
-                             int *corrupted);
+/* ---- S3: lifetime — moved to src/sorder/scenario_lifetime.h (it runs on the stream-ordered pool) ---- */
 
 /* ---- S4: deadlocks ---- */
 

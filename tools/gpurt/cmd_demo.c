@@ -14,6 +14,8 @@ static const demo demos[] = {
     {"frag", "fragmentation: first-fit layouts, cache vs driver, utilization table", grt_demo_frag},
     {"emptycache", "empty_cache() every step: the reserved sawtooth, PyTorch vs idle-cycles", grt_demo_emptycache},
     {"streams", "stream/event scenarios: overlap, false serialization, lifetime, deadlock", grt_demo_streams},
+    {"staging", "pinned pool + staging pipeline (K in flight, both clocks); stream-ordered pool counters",
+     grt_demo_staging},
     {NULL, NULL, NULL},
 };
 
