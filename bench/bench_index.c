@@ -36,10 +36,10 @@ static int run(const char *workload, grt__workload_allocator alloc, uint64_t see
 }
 
 static void print_json(const row *r) {
-  printf("{\"workload\":\"%s\",\"allocator\":\"%s\",\"seed\":%llu,\"ns_per_pair\":%.2f,"
+  printf("{\"workload\":\"%s\",\"allocator\":\"%s\",\"seed\":%llu,\"ns_per_pair\":%.2f,\"ns_min\":%.2f,"
          "\"failures\":%llu,\"failures_with_hole\":%llu}\n",
          r->workload, grt__workload_allocator_name(r->alloc), (unsigned long long)r->seed, r->res.ns_per_pair,
-         (unsigned long long)r->res.failures, (unsigned long long)r->res.failures_with_hole);
+         r->res.ns_min, (unsigned long long)r->res.failures, (unsigned long long)r->res.failures_with_hole);
 }
 
 int main(int argc, char **argv) {
