@@ -1,38 +1,43 @@
 /* range_alloc.c — exact best-fit offset allocator over [0, capacity).
  *
- * Every block (free or allocated) is a 32-byte node in one pooled array,
- * addressed by a 32-bit index (the block's handle) so the array may grow.
- * Nodes of a range form a doubly linked list in address order (the boundary
- * tags, kept outside the range): merging needs no lookup.
+ * Every block (free or allocated) is a node in one pooled array, addressed by
+ * a 31-bit index: the block's handle. Nodes of a range form a doubly linked
+ * list in address order (the boundary tags, kept outside the range), so a
+ * merge needs no lookup.
  *
  * Free ranges are indexed by (size, offset) in one of two ways (the kind):
  *   - GRT__INDEX_BINS: an intrusive size-class index private to this file.
  *     Sizes map to classes like bins.c but finer (64 sub-classes per power of
  *     two, so with 256-byte-granular sizes every class below 16 KiB holds one
- *     size). Each class is a doubly linked list through the nodes, sorted by
- *     (size, offset); a two-level bitmap marks non-empty classes. Best fit is
- *     a fused find-and-unlink: the first member of class_of(size) with
- *     size >= request, else the head of the next non-empty class (two ctz).
- *     Erase is an O(1) unlink (no search); insert walks its class's list.
- *     Nothing here allocates, so these steps never fail.
+ *     size). Each class is a circular doubly linked list, sorted by
+ *     (size, offset), through a compact link array: links[i] belongs to node
+ *     i, links[~c] (negative indices) is class c's sentinel, so link updates
+ *     never branch on "is this the head / the last one". A two-level bitmap
+ *     marks non-empty classes. Best fit is a fused find-and-unlink: the first
+ *     member of class_of(size) with size >= the request (checked against the
+ *     class's largest member first), else the first member of the next
+ *     non-empty class (two ctz). Erase is an O(1) unlink; insert walks its
+ *     class's short list. Nothing here allocates, so these steps never fail.
  *   - GRT__INDEX_OTREE: the ordered tree through the block_index ops table
  *     (the baseline), with node index + 1 as the value.
  * Both return the same choice for every call: the smallest free range with
  * size >= the request, ties to the lowest offset.
+ *
+ * A node's state lives in its link's prev: USED (allocated), POOLED (unused),
+ * TREE_FREE (free, tree kind), or a list link (free, class kind); a free
+ * checks its neighbours' states in the compact link array.
  *
  * Offset -> node map: a hash table of node indices (open addressing, linear
  * probing, load <= 1/2, Fibonacci hashing; 4-byte slots, the key is read from
  * the node). Callers that free by handle never need it, so it is built on the
  * first grt__range_free (by offset) and maintained from then on.
  *
- * Node state lives in cprev: USED (allocated), POOLED (unused), else free
- * (a class-list predecessor, or NIL for a class head / a tree-kind free node).
- *
  * Invariants (grt__range_check walks them):
- *   - the list from node 0 (offset 0, never removed) tiles [0, capacity);
+ *   - the list from node FIRST (offset 0, never removed) tiles [0, capacity);
  *   - no two adjacent nodes are both free;
  *   - a node is in the index iff it is free; the map, if built, holds every node;
- *   - class lists: sorted, every member in class_of(its size), bitmaps agree;
+ *   - class lists: circular, sorted, every member in class_of(its size), the
+ *     bitmaps mark exactly the non-empty classes;
  *   - free_bytes / free_n are the free nodes' total size / count.
  *
  * Failure atomicity: every step that can fail (node pool growth, map insert,
@@ -42,29 +47,35 @@
 
 #include <stdlib.h>
 
-#define NIL UINT32_MAX
-#define USED (UINT32_MAX - 1)
-#define POOLED (UINT32_MAX - 2)
-#define MAX_NODES (UINT32_MAX - 3)
+#define NIL UINT32_MAX           /* address-order links: no neighbour */
+#define USED INT32_MAX           /* link prev of an allocated node */
+#define POOLED (INT32_MAX - 1)   /* link prev of an unused node */
+#define TREE_FREE (INT32_MAX - 2) /* link prev of a free node of the tree kind */
+#define MAX_NODES ((uint32_t)INT32_MAX - 3)
+#define FIRST 0u /* node 0: the block at offset 0, never removed */
 
 #define SUB_LOG2 6u
 #define SUB (1u << SUB_LOG2)
 #define NCLASS ((64u - SUB_LOG2 + 1u) * SUB) /* sizes < 2*SUB exact, then 64-bit exponents */
 #define NWORDS ((NCLASS + 63u) / 64u)
+#define SENT(c) (~(int32_t)(c)) /* link index of class c's sentinel */
 
 _Static_assert(NWORDS <= 64, "one summary word covers every bitmap word");
 
 typedef struct rnode {
   uint64_t off, size;
-  uint32_t prev, next;   /* neighbours in address order, NIL at the ends; next links the pool */
-  uint32_t cprev, cnext; /* class list links while free; cprev = USED / POOLED otherwise */
+  uint32_t prev, next; /* neighbours in address order, NIL at the ends; next links the pool */
 } rnode;
 
-_Static_assert(sizeof(rnode) == 32, "two nodes per cache line");
+typedef struct rlink {
+  int32_t next, prev; /* class list (circular through the sentinel); prev is the state otherwise */
+} rlink;
 
 struct grt__range {
   rnode *nodes;
-  uint32_t n_nodes, cap_nodes; /* used prefix of the pool array, its capacity */
+  rlink *links;                /* links[i]: node i; links[~c]: class c's sentinel */
+  rlink *link_base;            /* the allocation: NCLASS sentinels, then cap_nodes node links */
+  uint32_t n_nodes, cap_nodes; /* used prefix of the pool arrays, their capacity */
   uint32_t pool;               /* unused nodes, linked through next */
   grt__index_kind kind;
   uint64_t capacity, free_bytes, free_n;
@@ -75,10 +86,9 @@ struct grt__range {
   void *index;         /* GRT__INDEX_OTREE: free ranges keyed (size, offset) */
   uint64_t summary;    /* bit w: words[w] != 0 */
   uint64_t words[NWORDS]; /* bit c: class c non-empty */
-  uint32_t head[NCLASS];  /* first (smallest) member of each class, or NIL */
 };
 
-static inline bool node_free(const rnode *n) { return n->cprev != USED && n->cprev != POOLED; }
+static inline bool node_free(const grt__range *r, uint32_t i) { return r->links[i].prev < POOLED; }
 
 /* ---- offset map ---------------------------------------------------------- */
 
@@ -144,10 +154,10 @@ static void map_del(grt__range *r, uint64_t off) {
 /* Builds the map over every node in address order (first free by offset). */
 static bool map_build(grt__range *r) {
   uint32_t n = 0, bits = 6;
-  for (uint32_t i = 0; i != NIL; i = r->nodes[i].next) n++;
+  for (uint32_t i = FIRST; i != NIL; i = r->nodes[i].next) n++;
   while (((size_t)1 << bits) < (size_t)n * 2 + 2) bits++;
   if (!map_resize(r, bits)) return false;
-  for (uint32_t i = 0; i != NIL; i = r->nodes[i].next) map_place(r, i);
+  for (uint32_t i = FIRST; i != NIL; i = r->nodes[i].next) map_place(r, i);
   r->slot_count = n;
   return true;
 }
@@ -165,65 +175,88 @@ static inline bool key_less(const rnode *a, uint64_t size, uint64_t off) {
   return a->size < size || (a->size == size && a->off < off);
 }
 
-/* Links free node i into its class, keeping the list sorted by (size, offset). */
-static inline void cls_insert(grt__range *r, uint32_t i) {
-  rnode *nodes = r->nodes, *n = &nodes[i];
-  uint32_t c = class_of(n->size), p = NIL, q = r->head[c];
-  while (q != NIL && key_less(&nodes[q], n->size, n->off)) {
-    p = q;
-    q = nodes[q].cnext;
-  }
-  n->cprev = p;
-  n->cnext = q;
-  if (q != NIL) nodes[q].cprev = i;
-  if (p != NIL) {
-    nodes[p].cnext = i;
-  } else {
-    r->head[c] = i;
-    r->words[c >> 6] |= 1ULL << (c & 63);
-    r->summary |= 1ULL << (c >> 6);
-  }
+/* Links node i between p and q (neighbours in a class list). */
+static inline void link_between(rlink *L, int32_t p, int32_t i, int32_t q) {
+  L[i] = (rlink){q, p};
+  L[p].next = i;
+  L[q].prev = i;
 }
 
-/* Unlinks free node i from its class: O(1), no search. */
+/* Links free node i into class c (its class), keeping the list sorted by (size, offset). */
+static inline void cls_insert(grt__range *r, uint32_t i, uint32_t c) {
+  rlink *L = r->links;
+  const rnode *N = r->nodes;
+  int32_t s = SENT(c), q = L[s].next;
+  uint64_t size = N[i].size, off = N[i].off;
+  while (q != s && key_less(&N[q], size, off)) q = L[q].next;
+  link_between(L, L[q].prev, (int32_t)i, q);
+  r->words[c >> 6] |= 1ULL << (c & 63); /* no branch: it may already be set */
+  r->summary |= 1ULL << (c >> 6);
+}
+
+/* Unlinks free node i from its class: O(1), no search, no branch. */
 static inline void cls_unlink(grt__range *r, uint32_t i) {
-  rnode *nodes = r->nodes, *n = &nodes[i];
-  uint32_t p = n->cprev, q = n->cnext;
-  if (q != NIL) nodes[q].cprev = p;
-  if (p != NIL) {
-    nodes[p].cnext = q;
-  } else {
-    uint32_t c = class_of(n->size);
-    r->head[c] = q;
-    if (q == NIL && !(r->words[c >> 6] &= ~(1ULL << (c & 63)))) r->summary &= ~(1ULL << (c >> 6));
-  }
+  rlink *L = r->links;
+  int32_t p = L[i].prev, q = L[i].next;
+  L[p].next = q;
+  L[q].prev = p;
+  /* p == q only when both are the sentinel: the class emptied; clear its bit
+   * (and the word's summary bit). Otherwise c = 0 and nothing changes. */
+  uint32_t emptied = p == q, c = (uint32_t)~p & (0u - emptied);
+  uint64_t w = r->words[c >> 6] &= ~((uint64_t)emptied << (c & 63));
+  r->summary &= ~((uint64_t)(w == 0) << (c >> 6));
 }
 
-/* The smallest free node with size >= `size`, lowest offset first; NIL if none. */
-static inline uint32_t cls_find(const grt__range *r, uint64_t size) {
+/* Free node t (not linked), whose class is i's and whose key is below i's,
+ * takes i's place in the class list and i leaves it: the walk goes backwards
+ * from i's position, usually zero steps. */
+static inline void cls_replace(grt__range *r, uint32_t i, uint32_t t) {
+  rlink *L = r->links;
+  const rnode *N = r->nodes;
+  int32_t p = L[i].prev, q = L[i].next;
+  L[p].next = q; /* i leaves; the class stays non-empty as t joins */
+  L[q].prev = p;
+  uint64_t size = N[t].size, off = N[t].off;
+  while (p >= 0 && !key_less(&N[p], size, off)) { /* p >= 0: a node, not the sentinel */
+    q = p;
+    p = L[p].prev;
+  }
+  link_between(L, p, (int32_t)t, q);
+}
+
+/* The smallest free node with size >= `size`, lowest offset first, and its
+ * class in *cls; NIL if none. */
+static inline uint32_t cls_find(const grt__range *r, uint64_t size, uint32_t *cls) {
+  const rlink *L = r->links;
   uint32_t c = class_of(size), w = c >> 6;
   uint64_t bits = r->words[w] & (~0ULL << (c & 63));
   if (bits & (1ULL << (c & 63))) {
-    for (uint32_t i = r->head[c]; i != NIL; i = r->nodes[i].cnext)
-      if (r->nodes[i].size >= size) return i;
+    int32_t s = SENT(c);
+    if (r->nodes[L[s].prev].size >= size) { /* the class's largest fits */
+      int32_t i = L[s].next;
+      while (r->nodes[i].size < size) i = L[i].next;
+      *cls = c;
+      return (uint32_t)i;
+    }
     bits &= bits - 1; /* every member of class c is too small */
   }
   if (!bits) {
-    uint64_t s = w + 1 < 64 ? r->summary & (~0ULL << (w + 1)) : 0;
-    if (!s) return NIL;
-    w = (uint32_t)__builtin_ctzll(s);
+    uint64_t sm = w + 1 < 64 ? r->summary & (~0ULL << (w + 1)) : 0;
+    if (!sm) return NIL;
+    w = (uint32_t)__builtin_ctzll(sm);
     bits = r->words[w];
   }
-  return r->head[(w << 6) | (uint32_t)__builtin_ctzll(bits)];
+  c = (w << 6) | (uint32_t)__builtin_ctzll(bits);
+  *cls = c;
+  return (uint32_t)L[SENT(c)].next;
 }
 
 /* The free node with the largest (size, offset), or NIL. */
 static uint32_t cls_last(const grt__range *r) {
   if (!r->summary) return NIL;
   uint32_t w = 63u - (uint32_t)__builtin_clzll(r->summary);
-  uint32_t i = r->head[(w << 6) | (63u - (uint32_t)__builtin_clzll(r->words[w]))];
-  while (r->nodes[i].cnext != NIL) i = r->nodes[i].cnext;
-  return i;
+  uint32_t c = (w << 6) | (63u - (uint32_t)__builtin_clzll(r->words[w]));
+  return (uint32_t)r->links[SENT(c)].prev;
 }
 
 /* ---- tree index (GRT__INDEX_OTREE) ---------------------------------------- */
@@ -248,6 +281,11 @@ static uint32_t node_get(grt__range *r) {
   if (r->n_nodes == r->cap_nodes) {
     if (r->cap_nodes > MAX_NODES / 2) return NIL;
     uint32_t cap = r->cap_nodes ? r->cap_nodes * 2 : 256;
+    /* A larger link array alone is harmless (cap_nodes still names the smaller). */
+    rlink *lb = realloc(r->link_base, ((size_t)NCLASS + cap) * sizeof *lb);
+    if (!lb) return NIL;
+    r->link_base = lb;
+    r->links = lb + NCLASS;
     rnode *n = realloc(r->nodes, (size_t)cap * sizeof *n);
     if (!n) return NIL;
     r->nodes = n;
@@ -258,7 +296,7 @@ static uint32_t node_get(grt__range *r) {
 
 static void node_put(grt__range *r, uint32_t i) {
   r->nodes[i].next = r->pool;
-  r->nodes[i].cprev = POOLED;
+  r->links[i].prev = POOLED;
   r->pool = i;
 }
 
@@ -271,17 +309,18 @@ grt_status grt__range_create(uint64_t capacity, grt__index_kind kind, grt__range
   r->kind = kind;
   r->pool = NIL;
   r->capacity = capacity;
-  for (uint32_t c = 0; c < NCLASS; c++) r->head[c] = NIL;
   grt_status st = GRT_OK;
   if (kind == GRT__INDEX_OTREE && (st = ops->create(&r->index))) goto fail;
   st = GRT_ERR_NOMEM;
   uint32_t i = node_get(r);
-  if (i == NIL) goto fail;
-  r->nodes[i] = (rnode){0, capacity, NIL, NIL, NIL, NIL};
+  if (i != FIRST) goto fail;
+  for (uint32_t c = 0; c < NCLASS; c++) r->links[SENT(c)] = (rlink){SENT(c), SENT(c)};
+  r->nodes[i] = (rnode){0, capacity, NIL, NIL};
   if (kind == GRT__INDEX_OTREE) {
+    r->links[i].prev = TREE_FREE;
     if ((st = ops->insert(r->index, capacity, 0, tag(i)))) goto fail;
   } else {
-    cls_insert(r, i);
+    cls_insert(r, i, class_of(capacity));
   }
   r->free_bytes = capacity;
   r->free_n = 1;
@@ -297,53 +336,92 @@ void grt__range_destroy(grt__range *r) {
   if (r->index) r->ops->destroy(r->index);
   free(r->slots);
   free(r->nodes);
+  free(r->link_base);
   free(r);
 }
 
 /* ---- alloc / free -------------------------------------------------------- */
 
+/* A fresh node for the tail [off + size, off + old size) of free node i, in
+ * the map but not yet linked anywhere; NIL when host memory runs out (nothing
+ * changed). */
+static inline uint32_t tail_new(grt__range *r, uint32_t i, uint64_t size) {
+  uint32_t t = node_get(r);
+  if (t == NIL) return NIL;
+  rnode *n = &r->nodes[i]; /* after node_get: the pool may have moved */
+  r->nodes[t] = (rnode){n->off + size, n->size - size, i, n->next};
+  if (r->slots && !map_put(r, t)) {
+    node_put(r, t);
+    return NIL;
+  }
+  return t;
+}
+
+/* Links tail t after i in address order; i shrinks to size. */
+static inline void tail_link(grt__range *r, uint32_t i, uint32_t t, uint64_t size) {
+  rnode *n = &r->nodes[i];
+  if (n->next != NIL) r->nodes[n->next].prev = t;
+  n->next = t;
+  n->size = size;
+  r->free_n++;
+}
+
+/* Best fit, taken out of the class index; the tail of a split goes back in.
+ * The tail is smaller than the range it came from: when both share a class,
+ * it takes the range's place in the list. */
+static inline grt_status alloc_classes(grt__range *r, uint64_t size, uint32_t *out) {
+  uint32_t c, i = cls_find(r, size, &c);
+  if (i == NIL) return GRT_ERR_OOM;
+  uint64_t old = r->nodes[i].size;
+  if (old > size) {
+    uint32_t t = tail_new(r, i, size);
+    if (t == NIL) return GRT_ERR_NOMEM;
+    uint32_t tc = class_of(old - size);
+    if (tc == c) {
+      cls_replace(r, i, t);
+    } else {
+      cls_unlink(r, i);
+      cls_insert(r, t, tc);
+    }
+    tail_link(r, i, t, size);
+  } else {
+    cls_unlink(r, i);
+  }
+  *out = i;
+  return GRT_OK;
+}
+
+static grt_status alloc_tree(grt__range *r, uint64_t size, uint32_t *out) {
+  uint32_t i = tree_find(r, size);
+  if (i == NIL) return GRT_ERR_OOM;
+  uint64_t old = r->nodes[i].size, off = r->nodes[i].off;
+  if (old > size) {
+    uint32_t t = tail_new(r, i, size);
+    if (t == NIL) return GRT_ERR_NOMEM;
+    grt_status st = r->ops->insert(r->index, old - size, off + size, tag(t));
+    if (st) {
+      if (r->slots) map_del(r, off + size);
+      node_put(r, t);
+      return st;
+    }
+    r->links[t].prev = TREE_FREE;
+    tail_link(r, i, t, size);
+  }
+  r->ops->erase(r->index, old, off);
+  *out = i;
+  return GRT_OK;
+}
+
 grt_status grt__range_alloc_handle(grt__range *r, uint64_t size, uint64_t *offset, uint32_t *handle) {
   if (!offset) return GRT_ERR_INVALID_ARG;
   if (size == 0 || size > r->capacity) return GRT_ERR_SIZE;
-  bool classes = r->kind == GRT__INDEX_BINS;
-  uint32_t i = classes ? cls_find(r, size) : tree_find(r, size);
-  if (i == NIL) return GRT_ERR_OOM;
-  uint64_t old_size = r->nodes[i].size;
-  if (old_size > size) { /* split: the tail stays free as a new node */
-    uint32_t t = node_get(r);
-    if (t == NIL) return GRT_ERR_NOMEM;
-    rnode *n = &r->nodes[i]; /* after node_get: the pool may have moved */
-    r->nodes[t] = (rnode){n->off + size, old_size - size, i, n->next, NIL, NIL}; /* not linked yet */
-    if (r->slots && !map_put(r, t)) {
-      node_put(r, t);
-      return GRT_ERR_NOMEM;
-    }
-    if (!classes) {
-      grt_status st = r->ops->insert(r->index, old_size - size, n->off + size, tag(t));
-      if (st) {
-        if (r->slots) map_del(r, n->off + size);
-        node_put(r, t);
-        return st;
-      }
-      r->ops->erase(r->index, old_size, n->off);
-    } else {
-      cls_unlink(r, i); /* while n->size still names its class */
-    }
-    if (n->next != NIL) r->nodes[n->next].prev = t;
-    n->next = t;
-    n->size = size;
-    if (classes) cls_insert(r, t);
-    r->free_n++;
-  } else if (classes) {
-    cls_unlink(r, i);
-  } else {
-    r->ops->erase(r->index, old_size, r->nodes[i].off);
-  }
-  rnode *n = &r->nodes[i];
-  n->cprev = USED;
+  uint32_t i;
+  grt_status st = r->kind == GRT__INDEX_BINS ? alloc_classes(r, size, &i) : alloc_tree(r, size, &i);
+  if (st) return st;
+  r->links[i].prev = USED;
   r->free_bytes -= size;
   r->free_n--;
-  *offset = n->off;
+  *offset = r->nodes[i].off;
   if (handle) *handle = i;
   return GRT_OK;
 }
@@ -353,7 +431,7 @@ grt_status grt__range_alloc(grt__range *r, uint64_t size, uint64_t *offset) {
 }
 
 /* Unlinks node j (the right-hand one of a merge) and returns it to the pool. */
-static void absorb(grt__range *r, uint32_t keep, uint32_t j) {
+static inline void absorb(grt__range *r, uint32_t keep, uint32_t j) {
   rnode *k = &r->nodes[keep], *n = &r->nodes[j];
   k->size += n->size;
   k->next = n->next;
@@ -366,8 +444,8 @@ static void absorb(grt__range *r, uint32_t keep, uint32_t j) {
 static grt_status free_node(grt__range *r, uint32_t i) {
   rnode *nodes = r->nodes, *n = &nodes[i];
   uint32_t p = n->prev, q = n->next;
-  bool merge_prev = p != NIL && node_free(&nodes[p]);
-  bool merge_next = q != NIL && node_free(&nodes[q]);
+  bool merge_prev = p != NIL && node_free(r, p);
+  bool merge_next = q != NIL && node_free(r, q);
   uint32_t head = merge_prev ? p : i;
   if (r->kind == GRT__INDEX_BINS) {
     if (merge_prev) cls_unlink(r, p);
@@ -385,17 +463,16 @@ static grt_status free_node(grt__range *r, uint32_t i) {
   r->free_n = r->free_n + 1 - (uint64_t)merge_prev - (uint64_t)merge_next;
   if (merge_next) absorb(r, i, q);
   if (merge_prev) absorb(r, p, i);
-  if (r->kind == GRT__INDEX_BINS) {
-    cls_insert(r, head);
-  } else {
-    nodes[head].cprev = NIL;
-  }
+  if (r->kind == GRT__INDEX_BINS)
+    cls_insert(r, head, class_of(nodes[head].size));
+  else
+    r->links[head].prev = TREE_FREE;
   return GRT_OK;
 }
 
 grt_status grt__range_free_handle(grt__range *r, uint32_t handle) {
-  if (handle >= r->n_nodes || r->nodes[handle].cprev == POOLED) return GRT_ERR_UNKNOWN_POINTER;
-  if (r->nodes[handle].cprev != USED) return GRT_ERR_DOUBLE_FREE;
+  if (handle >= r->n_nodes || r->links[handle].prev == POOLED) return GRT_ERR_UNKNOWN_POINTER;
+  if (r->links[handle].prev != USED) return GRT_ERR_DOUBLE_FREE;
   return free_node(r, handle);
 }
 
@@ -403,7 +480,7 @@ grt_status grt__range_free(grt__range *r, uint64_t offset) {
   if (!r->slots && !map_build(r)) return GRT_ERR_NOMEM;
   uint32_t i = map_get(r, offset);
   if (i == NIL) return GRT_ERR_UNKNOWN_POINTER;
-  if (r->nodes[i].cprev != USED) return GRT_ERR_DOUBLE_FREE;
+  if (r->links[i].prev != USED) return GRT_ERR_DOUBLE_FREE;
   return free_node(r, i);
 }
 
@@ -422,21 +499,25 @@ uint64_t grt__range_free_bytes(const grt__range *r) { return r->free_bytes; }
 
 uint64_t grt__range_free_count(const grt__range *r) { return r->free_n; }
 
-/* Class lists and bitmaps: every list sorted, members in their class, heads
- * marked in the bitmaps, the members counted. GRT_OK or GRT_ERR_INTERNAL. */
+/* Class lists and bitmaps: every list circular and sorted, members free and
+ * in their class, bits set exactly for non-empty classes; counts the members.
+ * GRT_OK or GRT_ERR_INTERNAL. */
 static grt_status check_classes(const grt__range *r, uint64_t *members) {
+  const rlink *L = r->links;
   uint64_t summary = 0;
   for (uint32_t c = 0; c < NCLASS; c++) {
+    int32_t s = SENT(c), prev = s;
     bool bit = (r->words[c >> 6] >> (c & 63)) & 1;
-    if (bit != (r->head[c] != NIL)) return GRT_ERR_INTERNAL;
+    if (bit != (L[s].next != s)) return GRT_ERR_INTERNAL;
     if (r->words[c >> 6]) summary |= 1ULL << (c >> 6);
-    uint32_t prev = NIL;
-    for (uint32_t i = r->head[c]; i != NIL; prev = i, i = r->nodes[i].cnext) {
+    for (int32_t i = L[s].next; i != s; prev = i, i = L[i].next) {
+      if (i < 0 || (uint32_t)i >= r->n_nodes || L[i].prev != prev) return GRT_ERR_INTERNAL;
       const rnode *n = &r->nodes[i];
-      if (i >= r->n_nodes || n->cprev != prev || class_of(n->size) != c) return GRT_ERR_INTERNAL;
-      if (prev != NIL && !key_less(&r->nodes[prev], n->size, n->off)) return GRT_ERR_INTERNAL;
+      if (class_of(n->size) != c) return GRT_ERR_INTERNAL;
+      if (prev != s && !key_less(&r->nodes[prev], n->size, n->off)) return GRT_ERR_INTERNAL;
       if (++*members > r->n_nodes) return GRT_ERR_INTERNAL; /* a cycle */
     }
+    if (L[s].prev != prev) return GRT_ERR_INTERNAL;
   }
   return summary == r->summary ? GRT_OK : GRT_ERR_INTERNAL;
 }
@@ -445,10 +526,12 @@ grt_status grt__range_check(const grt__range *r) {
   uint64_t off = 0, free_sum = 0, free_n = 0, nodes = 0;
   uint32_t prev = NIL;
   bool prev_free = false;
-  for (uint32_t i = 0; i != NIL; prev = i, i = r->nodes[i].next) {
+  for (uint32_t i = FIRST; i != NIL; prev = i, i = r->nodes[i].next) {
     const rnode *n = &r->nodes[i];
-    bool is_free = node_free(n);
-    if (n->cprev == POOLED || n->off != off || n->size == 0 || n->prev != prev) return GRT_ERR_INTERNAL;
+    int32_t st = r->links[i].prev;
+    bool is_free = node_free(r, i);
+    if (st == POOLED || n->off != off || n->size == 0 || n->prev != prev) return GRT_ERR_INTERNAL;
+    if (r->kind == GRT__INDEX_OTREE ? st != TREE_FREE && st != USED : st == TREE_FREE) return GRT_ERR_INTERNAL;
     if (is_free && prev_free) return GRT_ERR_INTERNAL;
     if (r->slots && map_get(r, n->off) != i) return GRT_ERR_INTERNAL;
     if (r->kind == GRT__INDEX_OTREE) {
@@ -469,6 +552,6 @@ grt_status grt__range_check(const grt__range *r) {
   if (r->kind == GRT__INDEX_OTREE) return free_n == r->ops->count(r->index) ? GRT_OK : GRT_ERR_INTERNAL;
   uint64_t members = 0;
   grt_status st = check_classes(r, &members);
-  /* Every list member is free (cprev is a link, not a state) and every free node is listed. */
+  /* Members are linked (so free) nodes; equal counts mean every free node is listed. */
   return st ? st : members == free_n ? GRT_OK : GRT_ERR_INTERNAL;
 }
