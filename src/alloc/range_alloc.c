@@ -47,12 +47,20 @@
 
 #include <stdlib.h>
 
+#if defined(__GNUC__)
+#define GRT__ALWAYS_INLINE __attribute__((always_inline)) /* hot path: no call, no spills */
+#else
+#define GRT__ALWAYS_INLINE
+#endif
+
 #define NIL UINT32_MAX           /* address-order links: no neighbour */
 #define USED INT32_MAX           /* link prev of an allocated node */
 #define POOLED (INT32_MAX - 1)   /* link prev of an unused node */
 #define TREE_FREE (INT32_MAX - 2) /* link prev of a free node of the tree kind */
 #define MAX_NODES ((uint32_t)INT32_MAX - 3)
-#define FIRST 0u /* node 0: the block at offset 0, never removed */
+#define DUMMY 0u /* node 0: key (max, max), in no list: the minimum of an empty class */
+#define FIRST 1u /* node 1: the block at offset 0, never removed */
+#define DIRTY UINT32_MAX /* cmin of a class whose minimum left: rescan on demand */
 
 #define SUB_LOG2 6u
 #define SUB (1u << SUB_LOG2)
@@ -86,6 +94,7 @@ struct grt__range {
   void *index;         /* GRT__INDEX_OTREE: free ranges keyed (size, offset) */
   uint64_t summary;    /* bit w: words[w] != 0 */
   uint64_t words[NWORDS]; /* bit c: class c non-empty */
+  uint32_t cmin[NCLASS];  /* per class: its least member, DUMMY (empty) or DIRTY (stale) */
 };
 
 static inline bool node_free(const grt__range *r, uint32_t i) { return r->links[i].prev < POOLED; }
@@ -171,8 +180,10 @@ static inline uint32_t class_of(uint64_t size) {
   return ((e - SUB_LOG2) << SUB_LOG2) + (uint32_t)(size >> (e - SUB_LOG2));
 }
 
+/* Bitwise, not short-circuit: callers select with it, and a branch here would
+ * mispredict about half the time. */
 static inline bool key_less(const rnode *a, uint64_t size, uint64_t off) {
-  return a->size < size || (a->size == size && a->off < off);
+  return (a->size < size) | ((a->size == size) & (a->off < off));
 }
 
 /* Links node i between p and q (neighbours in a class list). */
@@ -182,62 +193,77 @@ static inline void link_between(rlink *L, int32_t p, int32_t i, int32_t q) {
   L[q].prev = i;
 }
 
-/* Links free node i into class c (its class), keeping the list sorted by (size, offset). */
+/* The first of nodes a, b in (size, offset) order, selected without a branch. */
+static inline uint32_t min_node(const rnode *N, uint32_t a, uint32_t b) {
+  uint32_t take_b = 0u - (uint32_t)key_less(&N[b], N[a].size, N[a].off);
+  return (b & take_b) | (a & ~take_b);
+}
+
+/* The least member of class c by a scan of its list; DUMMY when empty. */
+static uint32_t cls_scan_min(const grt__range *r, uint32_t c) {
+  const rlink *L = r->links;
+  int32_t s = SENT(c);
+  uint32_t m = DUMMY;
+  for (int32_t i = L[s].next; i != s; i = L[i].next) m = min_node(r->nodes, m, (uint32_t)i);
+  return m;
+}
+
+/* The least member of class c (DUMMY when empty), rescanned if stale. */
+static inline uint32_t cls_min(grt__range *r, uint32_t c) {
+  uint32_t m = r->cmin[c];
+  if (m == DIRTY) r->cmin[c] = m = cls_scan_min(r, c);
+  return m;
+}
+
+/* Links free node i into class c (its class) at the front. A clean minimum
+ * is updated by one comparison (an empty class's is DUMMY, above every node);
+ * a stale one stays stale. No branch on data. */
 static inline void cls_insert(grt__range *r, uint32_t i, uint32_t c) {
   rlink *L = r->links;
-  const rnode *N = r->nodes;
-  int32_t s = SENT(c), q = L[s].next;
-  uint64_t size = N[i].size, off = N[i].off;
-  while (q != s && key_less(&N[q], size, off)) q = L[q].next;
-  link_between(L, L[q].prev, (int32_t)i, q);
+  int32_t s = SENT(c);
+  link_between(L, s, (int32_t)i, L[s].next);
+  uint32_t m = r->cmin[c], dirty = 0u - (uint32_t)(m == DIRTY);
+  r->cmin[c] = min_node(r->nodes, m & ~dirty, i) | dirty; /* DUMMY is 0, DIRTY all ones */
   r->words[c >> 6] |= 1ULL << (c & 63); /* no branch: it may already be set */
   r->summary |= 1ULL << (c >> 6);
 }
 
-/* Unlinks free node i from its class: O(1), no search, no branch. */
-static inline void cls_unlink(grt__range *r, uint32_t i) {
+/* Unlinks free node i (of class c) from its list: O(1), no search, no branch.
+ * When i was the class minimum, the minimum becomes stale (DUMMY if the class
+ * emptied): a later find rescans it only if it needs that class. */
+static inline void cls_unlink(grt__range *r, uint32_t i, uint32_t c) {
   rlink *L = r->links;
   int32_t p = L[i].prev, q = L[i].next;
   L[p].next = q;
   L[q].prev = p;
   /* p == q only when both are the sentinel: the class emptied; clear its bit
-   * (and the word's summary bit). Otherwise c = 0 and nothing changes. */
-  uint32_t emptied = p == q, c = (uint32_t)~p & (0u - emptied);
+   * (and the word's summary bit). Otherwise nothing changes. */
+  uint32_t emptied = p == q;
   uint64_t w = r->words[c >> 6] &= ~((uint64_t)emptied << (c & 63));
   r->summary &= ~((uint64_t)(w == 0) << (c >> 6));
-}
-
-/* Free node t (not linked), whose class is i's and whose key is below i's,
- * takes i's place in the class list and i leaves it: the walk goes backwards
- * from i's position, usually zero steps. */
-static inline void cls_replace(grt__range *r, uint32_t i, uint32_t t) {
-  rlink *L = r->links;
-  const rnode *N = r->nodes;
-  int32_t p = L[i].prev, q = L[i].next;
-  L[p].next = q; /* i leaves; the class stays non-empty as t joins */
-  L[q].prev = p;
-  uint64_t size = N[t].size, off = N[t].off;
-  while (p >= 0 && !key_less(&N[p], size, off)) { /* p >= 0: a node, not the sentinel */
-    q = p;
-    p = L[p].prev;
-  }
-  link_between(L, p, (int32_t)t, q);
+  uint32_t m = r->cmin[c], was = 0u - (uint32_t)(m == i), repl = 0u - (1u - emptied); /* DIRTY or DUMMY */
+  r->cmin[c] = (repl & was) | (m & ~was);
 }
 
 /* The smallest free node with size >= `size`, lowest offset first, and its
  * class in *cls; NIL if none. */
-static inline uint32_t cls_find(const grt__range *r, uint64_t size, uint32_t *cls) {
+static inline uint32_t cls_find(grt__range *r, uint64_t size, uint32_t *cls) {
   const rlink *L = r->links;
+  const rnode *N = r->nodes;
   uint32_t c = class_of(size), w = c >> 6;
   uint64_t bits = r->words[w] & (~0ULL << (c & 63));
   if (bits & (1ULL << (c & 63))) {
+    uint32_t m = cls_min(r, c);
+    *cls = c;
+    if (N[m].size >= size) return m; /* the class minimum fits: it is the answer */
+    /* Else the least member that fits, if any: a scan of this one class. */
     int32_t s = SENT(c);
-    if (r->nodes[L[s].prev].size >= size) { /* the class's largest fits */
-      int32_t i = L[s].next;
-      while (r->nodes[i].size < size) i = L[i].next;
-      *cls = c;
-      return (uint32_t)i;
+    uint32_t best = DUMMY;
+    for (int32_t i = L[s].next; i != s; i = L[i].next) {
+      uint32_t take = 0u - (uint32_t)((N[i].size >= size) & key_less(&N[i], N[best].size, N[best].off));
+      best = ((uint32_t)i & take) | (best & ~take);
     }
+    if (best != DUMMY) return best;
     bits &= bits - 1; /* every member of class c is too small */
   }
   if (!bits) {
@@ -248,15 +274,18 @@ static inline uint32_t cls_find(const grt__range *r, uint64_t size, uint32_t *cl
   }
   c = (w << 6) | (uint32_t)__builtin_ctzll(bits);
   *cls = c;
-  return (uint32_t)L[SENT(c)].next;
+  return cls_min(r, c);
 }
 
 /* The free node with the largest (size, offset), or NIL. */
 static uint32_t cls_last(const grt__range *r) {
   if (!r->summary) return NIL;
   uint32_t w = 63u - (uint32_t)__builtin_clzll(r->summary);
-  uint32_t c = (w << 6) | (63u - (uint32_t)__builtin_clzll(r->words[w]));
-  return (uint32_t)r->links[SENT(c)].prev;
+  int32_t s = SENT((w << 6) | (63u - (uint32_t)__builtin_clzll(r->words[w])));
+  uint32_t m = (uint32_t)r->links[s].next;
+  for (int32_t i = r->links[m].next; i != s; i = r->links[i].next)
+    m = min_node(r->nodes, m, (uint32_t)i) == m ? (uint32_t)i : m;
+  return m;
 }
 
 /* ---- tree index (GRT__INDEX_OTREE) ---------------------------------------- */
@@ -312,6 +341,9 @@ grt_status grt__range_create(uint64_t capacity, grt__index_kind kind, grt__range
   grt_status st = GRT_OK;
   if (kind == GRT__INDEX_OTREE && (st = ops->create(&r->index))) goto fail;
   st = GRT_ERR_NOMEM;
+  if (node_get(r) != DUMMY) goto fail;
+  r->nodes[DUMMY] = (rnode){UINT64_MAX, UINT64_MAX, NIL, NIL};
+  r->links[DUMMY].prev = POOLED; /* never a block: its handle is refused */
   uint32_t i = node_get(r);
   if (i != FIRST) goto fail;
   for (uint32_t c = 0; c < NCLASS; c++) r->links[SENT(c)] = (rlink){SENT(c), SENT(c)};
@@ -369,7 +401,7 @@ static inline void tail_link(grt__range *r, uint32_t i, uint32_t t, uint64_t siz
 /* Best fit, taken out of the class index; the tail of a split goes back in.
  * The tail is smaller than the range it came from: when both share a class,
  * it takes the range's place in the list. */
-static inline grt_status alloc_classes(grt__range *r, uint64_t size, uint32_t *out) {
+GRT__ALWAYS_INLINE static inline grt_status alloc_classes(grt__range *r, uint64_t size, uint32_t *out) {
   uint32_t c, i = cls_find(r, size, &c);
   if (i == NIL) return GRT_ERR_OOM;
   uint64_t old = r->nodes[i].size;
@@ -377,15 +409,17 @@ static inline grt_status alloc_classes(grt__range *r, uint64_t size, uint32_t *o
     uint32_t t = tail_new(r, i, size);
     if (t == NIL) return GRT_ERR_NOMEM;
     uint32_t tc = class_of(old - size);
-    if (tc == c) {
-      cls_replace(r, i, t);
+    if (tc == c && r->cmin[c] == i) { /* t < i: t is the class's new minimum */
+      rlink *L = r->links;
+      link_between(L, L[i].prev, (int32_t)t, L[i].next);
+      r->cmin[c] = t;
     } else {
-      cls_unlink(r, i);
+      cls_unlink(r, i, c);
       cls_insert(r, t, tc);
     }
     tail_link(r, i, t, size);
   } else {
-    cls_unlink(r, i);
+    cls_unlink(r, i, c);
   }
   *out = i;
   return GRT_OK;
@@ -440,33 +474,51 @@ static inline void absorb(grt__range *r, uint32_t keep, uint32_t j) {
   node_put(r, j);
 }
 
-/* Frees allocated node i, merging it with free neighbours. */
-static grt_status free_node(grt__range *r, uint32_t i) {
+/* Frees allocated node i (class kind), merging it with free neighbours. */
+GRT__ALWAYS_INLINE static inline void free_classes(grt__range *r, uint32_t i) {
+  rnode *nodes = r->nodes, *n = &nodes[i];
+  uint32_t p = n->prev, q = n->next;
+  bool merge_prev = p != NIL && node_free(r, p);
+  bool merge_next = q != NIL && node_free(r, q);
+  r->free_bytes += n->size;
+  r->free_n = r->free_n + 1 - (uint64_t)merge_prev - (uint64_t)merge_next;
+  if (merge_next) {
+    cls_unlink(r, q, class_of(nodes[q].size));
+    absorb(r, i, q);
+  }
+  if (merge_prev) {
+    cls_unlink(r, p, class_of(nodes[p].size));
+    absorb(r, p, i);
+    i = p;
+  }
+  cls_insert(r, i, class_of(nodes[i].size));
+}
+
+/* Frees allocated node i (tree kind), merging it with free neighbours. */
+static grt_status free_tree(grt__range *r, uint32_t i) {
   rnode *nodes = r->nodes, *n = &nodes[i];
   uint32_t p = n->prev, q = n->next;
   bool merge_prev = p != NIL && node_free(r, p);
   bool merge_next = q != NIL && node_free(r, q);
   uint32_t head = merge_prev ? p : i;
-  if (r->kind == GRT__INDEX_BINS) {
-    if (merge_prev) cls_unlink(r, p);
-    if (merge_next) cls_unlink(r, q);
-  } else {
-    uint64_t size = n->size + (merge_prev ? nodes[p].size : 0) + (merge_next ? nodes[q].size : 0);
-    /* The merged range is a new key (it differs in size or offset from both
-     * neighbours), so inserting it first is safe and is the only step that can fail. */
-    grt_status st = r->ops->insert(r->index, size, nodes[head].off, tag(head));
-    if (st) return st;
-    if (merge_prev) r->ops->erase(r->index, nodes[p].size, nodes[p].off);
-    if (merge_next) r->ops->erase(r->index, nodes[q].size, nodes[q].off);
-  }
+  uint64_t size = n->size + (merge_prev ? nodes[p].size : 0) + (merge_next ? nodes[q].size : 0);
+  /* The merged range is a new key (it differs in size or offset from both
+   * neighbours), so inserting it first is safe and is the only step that can fail. */
+  grt_status st = r->ops->insert(r->index, size, nodes[head].off, tag(head));
+  if (st) return st;
+  if (merge_prev) r->ops->erase(r->index, nodes[p].size, nodes[p].off);
+  if (merge_next) r->ops->erase(r->index, nodes[q].size, nodes[q].off);
   r->free_bytes += n->size;
   r->free_n = r->free_n + 1 - (uint64_t)merge_prev - (uint64_t)merge_next;
   if (merge_next) absorb(r, i, q);
   if (merge_prev) absorb(r, p, i);
-  if (r->kind == GRT__INDEX_BINS)
-    cls_insert(r, head, class_of(nodes[head].size));
-  else
-    r->links[head].prev = TREE_FREE;
+  r->links[head].prev = TREE_FREE;
+  return GRT_OK;
+}
+
+static inline grt_status free_node(grt__range *r, uint32_t i) {
+  if (r->kind != GRT__INDEX_BINS) return free_tree(r, i);
+  free_classes(r, i);
   return GRT_OK;
 }
 
@@ -499,8 +551,9 @@ uint64_t grt__range_free_bytes(const grt__range *r) { return r->free_bytes; }
 
 uint64_t grt__range_free_count(const grt__range *r) { return r->free_n; }
 
-/* Class lists and bitmaps: every list circular and sorted, members free and
- * in their class, bits set exactly for non-empty classes; counts the members.
+/* Class lists and bitmaps: every list circular, members free and in their
+ * class, a clean cmin the least member (DUMMY if empty), bits set exactly for non-empty classes;
+ * counts the members.
  * GRT_OK or GRT_ERR_INTERNAL. */
 static grt_status check_classes(const grt__range *r, uint64_t *members) {
   const rlink *L = r->links;
@@ -514,10 +567,10 @@ static grt_status check_classes(const grt__range *r, uint64_t *members) {
       if (i < 0 || (uint32_t)i >= r->n_nodes || L[i].prev != prev) return GRT_ERR_INTERNAL;
       const rnode *n = &r->nodes[i];
       if (class_of(n->size) != c) return GRT_ERR_INTERNAL;
-      if (prev != s && !key_less(&r->nodes[prev], n->size, n->off)) return GRT_ERR_INTERNAL;
       if (++*members > r->n_nodes) return GRT_ERR_INTERNAL; /* a cycle */
     }
     if (L[s].prev != prev) return GRT_ERR_INTERNAL;
+    if (r->cmin[c] != DIRTY && r->cmin[c] != cls_scan_min(r, c)) return GRT_ERR_INTERNAL; /* clean: exact */
   }
   return summary == r->summary ? GRT_OK : GRT_ERR_INTERNAL;
 }
