@@ -67,6 +67,10 @@
 #define NCLASS ((64u - SUB_LOG2 + 1u) * SUB) /* sizes < 2*SUB exact, then 64-bit exponents */
 #define NWORDS ((NCLASS + 63u) / 64u)
 #define SENT(c) (~(int32_t)(c)) /* link index of class c's sentinel */
+#define END ((int32_t)DUMMY)    /* a class list's terminator: the dummy's link absorbs writes */
+/* Class c's least member, DUMMY (empty) or DIRTY (stale), kept in the prev
+ * field of its sentinel (which no list reads), so head and minimum share one entry. */
+#define CMIN(r, c) ((r)->links[SENT(c)].prev)
 
 _Static_assert(NWORDS <= 64, "one summary word covers every bitmap word");
 
@@ -94,7 +98,6 @@ struct grt__range {
   void *index;         /* GRT__INDEX_OTREE: free ranges keyed (size, offset) */
   uint64_t summary;    /* bit w: words[w] != 0 */
   uint64_t words[NWORDS]; /* bit c: class c non-empty */
-  uint32_t cmin[NCLASS];  /* per class: its least member, DUMMY (empty) or DIRTY (stale) */
 };
 
 static inline bool node_free(const grt__range *r, uint32_t i) { return r->links[i].prev < POOLED; }
@@ -204,14 +207,14 @@ static uint32_t cls_scan_min(const grt__range *r, uint32_t c) {
   const rlink *L = r->links;
   int32_t s = SENT(c);
   uint32_t m = DUMMY;
-  for (int32_t i = L[s].next; i != s; i = L[i].next) m = min_node(r->nodes, m, (uint32_t)i);
+  for (int32_t i = L[s].next; i != END; i = L[i].next) m = min_node(r->nodes, m, (uint32_t)i);
   return m;
 }
 
 /* The least member of class c (DUMMY when empty), rescanned if stale. */
 static inline uint32_t cls_min(grt__range *r, uint32_t c) {
-  uint32_t m = r->cmin[c];
-  if (m == DIRTY) r->cmin[c] = m = cls_scan_min(r, c);
+  uint32_t m = (uint32_t)CMIN(r, c);
+  if (m == DIRTY) CMIN(r, c) = (int32_t)(m = cls_scan_min(r, c));
   return m;
 }
 
@@ -222,8 +225,8 @@ static inline void cls_insert(grt__range *r, uint32_t i, uint32_t c) {
   rlink *L = r->links;
   int32_t s = SENT(c);
   link_between(L, s, (int32_t)i, L[s].next);
-  uint32_t m = r->cmin[c], dirty = 0u - (uint32_t)(m == DIRTY);
-  r->cmin[c] = min_node(r->nodes, m & ~dirty, i) | dirty; /* DUMMY is 0, DIRTY all ones */
+  uint32_t m = (uint32_t)CMIN(r, c), dirty = 0u - (uint32_t)(m == DIRTY);
+  CMIN(r, c) = (int32_t)(min_node(r->nodes, m & ~dirty, i) | dirty); /* DUMMY is 0, DIRTY all ones */
   r->words[c >> 6] |= 1ULL << (c & 63); /* no branch: it may already be set */
   r->summary |= 1ULL << (c >> 6);
 }
@@ -236,13 +239,13 @@ static inline void cls_unlink(grt__range *r, uint32_t i, uint32_t c) {
   int32_t p = L[i].prev, q = L[i].next;
   L[p].next = q;
   L[q].prev = p;
-  /* p == q only when both are the sentinel: the class emptied; clear its bit
+  /* i was first (p the sentinel) and last: the class emptied; clear its bit
    * (and the word's summary bit). Otherwise nothing changes. */
-  uint32_t emptied = p == q;
+  uint32_t emptied = (p < 0) & (q == END);
   uint64_t w = r->words[c >> 6] &= ~((uint64_t)emptied << (c & 63));
   r->summary &= ~((uint64_t)(w == 0) << (c >> 6));
-  uint32_t m = r->cmin[c], was = 0u - (uint32_t)(m == i), repl = 0u - (1u - emptied); /* DIRTY or DUMMY */
-  r->cmin[c] = (repl & was) | (m & ~was);
+  uint32_t m = (uint32_t)CMIN(r, c), was = 0u - (uint32_t)(m == i), repl = 0u - (1u - emptied); /* DIRTY or DUMMY */
+  CMIN(r, c) = (int32_t)((repl & was) | (m & ~was));
 }
 
 /* The smallest free node with size >= `size`, lowest offset first, and its
@@ -259,7 +262,7 @@ static inline uint32_t cls_find(grt__range *r, uint64_t size, uint32_t *cls) {
     /* Else the least member that fits, if any: a scan of this one class. */
     int32_t s = SENT(c);
     uint32_t best = DUMMY;
-    for (int32_t i = L[s].next; i != s; i = L[i].next) {
+    for (int32_t i = L[s].next; i != END; i = L[i].next) {
       uint32_t take = 0u - (uint32_t)((N[i].size >= size) & key_less(&N[i], N[best].size, N[best].off));
       best = ((uint32_t)i & take) | (best & ~take);
     }
@@ -281,9 +284,9 @@ static inline uint32_t cls_find(grt__range *r, uint64_t size, uint32_t *cls) {
 static uint32_t cls_last(const grt__range *r) {
   if (!r->summary) return NIL;
   uint32_t w = 63u - (uint32_t)__builtin_clzll(r->summary);
-  int32_t s = SENT((w << 6) | (63u - (uint32_t)__builtin_clzll(r->words[w])));
+  int32_t s = SENT((w << 6) | (63u - (uint32_t)__builtin_clzll(r->words[w]))); /* non-empty */
   uint32_t m = (uint32_t)r->links[s].next;
-  for (int32_t i = r->links[m].next; i != s; i = r->links[i].next)
+  for (int32_t i = r->links[m].next; i != END; i = r->links[i].next)
     m = min_node(r->nodes, m, (uint32_t)i) == m ? (uint32_t)i : m;
   return m;
 }
@@ -346,7 +349,7 @@ grt_status grt__range_create(uint64_t capacity, grt__index_kind kind, grt__range
   r->links[DUMMY].prev = POOLED; /* never a block: its handle is refused */
   uint32_t i = node_get(r);
   if (i != FIRST) goto fail;
-  for (uint32_t c = 0; c < NCLASS; c++) r->links[SENT(c)] = (rlink){SENT(c), SENT(c)};
+  for (uint32_t c = 0; c < NCLASS; c++) r->links[SENT(c)] = (rlink){END, (int32_t)DUMMY};
   r->nodes[i] = (rnode){0, capacity, NIL, NIL};
   if (kind == GRT__INDEX_OTREE) {
     r->links[i].prev = TREE_FREE;
@@ -409,10 +412,10 @@ GRT__ALWAYS_INLINE static inline grt_status alloc_classes(grt__range *r, uint64_
     uint32_t t = tail_new(r, i, size);
     if (t == NIL) return GRT_ERR_NOMEM;
     uint32_t tc = class_of(old - size);
-    if (tc == c && r->cmin[c] == i) { /* t < i: t is the class's new minimum */
+    if (tc == c && (uint32_t)CMIN(r, c) == i) { /* t < i: t is the class's new minimum */
       rlink *L = r->links;
       link_between(L, L[i].prev, (int32_t)t, L[i].next);
-      r->cmin[c] = t;
+      CMIN(r, c) = (int32_t)t;
     } else {
       cls_unlink(r, i, c);
       cls_insert(r, t, tc);
@@ -523,7 +526,7 @@ static inline grt_status free_node(grt__range *r, uint32_t i) {
 }
 
 grt_status grt__range_free_handle(grt__range *r, uint32_t handle) {
-  if (handle >= r->n_nodes || r->links[handle].prev == POOLED) return GRT_ERR_UNKNOWN_POINTER;
+  if (handle == DUMMY || handle >= r->n_nodes || r->links[handle].prev == POOLED) return GRT_ERR_UNKNOWN_POINTER;
   if (r->links[handle].prev != USED) return GRT_ERR_DOUBLE_FREE;
   return free_node(r, handle);
 }
@@ -551,8 +554,8 @@ uint64_t grt__range_free_bytes(const grt__range *r) { return r->free_bytes; }
 
 uint64_t grt__range_free_count(const grt__range *r) { return r->free_n; }
 
-/* Class lists and bitmaps: every list circular, members free and in their
- * class, a clean cmin the least member (DUMMY if empty), bits set exactly for non-empty classes;
+/* Class lists and bitmaps: every list well linked, members free and in their
+ * class, a clean minimum exact (DUMMY if empty), bits set exactly for non-empty classes;
  * counts the members.
  * GRT_OK or GRT_ERR_INTERNAL. */
 static grt_status check_classes(const grt__range *r, uint64_t *members) {
@@ -561,16 +564,16 @@ static grt_status check_classes(const grt__range *r, uint64_t *members) {
   for (uint32_t c = 0; c < NCLASS; c++) {
     int32_t s = SENT(c), prev = s;
     bool bit = (r->words[c >> 6] >> (c & 63)) & 1;
-    if (bit != (L[s].next != s)) return GRT_ERR_INTERNAL;
+    if (bit != (L[s].next != END)) return GRT_ERR_INTERNAL;
     if (r->words[c >> 6]) summary |= 1ULL << (c >> 6);
-    for (int32_t i = L[s].next; i != s; prev = i, i = L[i].next) {
+    for (int32_t i = L[s].next; i != END; prev = i, i = L[i].next) {
       if (i < 0 || (uint32_t)i >= r->n_nodes || L[i].prev != prev) return GRT_ERR_INTERNAL;
       const rnode *n = &r->nodes[i];
       if (class_of(n->size) != c) return GRT_ERR_INTERNAL;
       if (++*members > r->n_nodes) return GRT_ERR_INTERNAL; /* a cycle */
     }
-    if (L[s].prev != prev) return GRT_ERR_INTERNAL;
-    if (r->cmin[c] != DIRTY && r->cmin[c] != cls_scan_min(r, c)) return GRT_ERR_INTERNAL; /* clean: exact */
+    uint32_t m = (uint32_t)L[s].prev; /* CMIN: when clean, exact */
+    if (m != DIRTY && m != cls_scan_min(r, c)) return GRT_ERR_INTERNAL;
   }
   return summary == r->summary ? GRT_OK : GRT_ERR_INTERNAL;
 }
