@@ -183,10 +183,12 @@ static inline uint32_t class_of(uint64_t size) {
   return ((e - SUB_LOG2) << SUB_LOG2) + (uint32_t)(size >> (e - SUB_LOG2));
 }
 
-/* Bitwise, not short-circuit: callers select with it, and a branch here would
- * mispredict about half the time. */
+/* One 128-bit comparison (cmp + sbb), no branch: callers select with it, and
+ * a branch here would mispredict about half the time. */
+__extension__ typedef unsigned __int128 key128;
+
 static inline bool key_less(const rnode *a, uint64_t size, uint64_t off) {
-  return (a->size < size) | ((a->size == size) & (a->off < off));
+  return ((key128)a->size << 64 | a->off) < ((key128)size << 64 | off);
 }
 
 /* Links node i between p and q (neighbours in a class list). */
