@@ -3,21 +3,30 @@
  * Every block (free or allocated) is a node in one pooled array, addressed by
  * a 31-bit index: the block's handle. Nodes of a range form a doubly linked
  * list in address order (the boundary tags, kept outside the range), so a
- * merge needs no lookup.
+ * merge needs no lookup. Node 0 is a dummy (key (max, max), never a block).
  *
  * Free ranges are indexed by (size, offset) in one of two ways (the kind):
  *   - GRT__INDEX_BINS: an intrusive size-class index private to this file.
  *     Sizes map to classes like bins.c but finer (64 sub-classes per power of
  *     two, so with 256-byte-granular sizes every class below 16 KiB holds one
- *     size). Each class is a circular doubly linked list, sorted by
- *     (size, offset), through a compact link array: links[i] belongs to node
- *     i, links[~c] (negative indices) is class c's sentinel, so link updates
- *     never branch on "is this the head / the last one". A two-level bitmap
- *     marks non-empty classes. Best fit is a fused find-and-unlink: the first
- *     member of class_of(size) with size >= the request (checked against the
- *     class's largest member first), else the first member of the next
- *     non-empty class (two ctz). Erase is an O(1) unlink; insert walks its
- *     class's short list. Nothing here allocates, so these steps never fail.
+ *     size); class_of is monotonic, so the global (size, offset) order is
+ *     "class ascending, then inside the class". Each class is an unsorted
+ *     doubly linked list through a compact link array: links[i] belongs to
+ *     node i, links[~c] (negative indices) is class c's sentinel, holding the
+ *     first member and the class minimum; lists end at the dummy's link, which
+ *     absorbs writes. Insert (at the front) and unlink are O(1) with no
+ *     data-dependent branch: the minimum is updated by one 128-bit comparison
+ *     and a select; when the minimum itself leaves, it becomes stale (DIRTY)
+ *     and is rescanned only when a find needs that class (so classes no
+ *     request reaches, such as 256-byte slivers, are never scanned). A
+ *     two-level bitmap marks non-empty classes. Best fit is a fused
+ *     find-and-unlink: in class_of(size), the class minimum if it fits, else
+ *     the least member that fits (a scan of that one class); otherwise the
+ *     minimum of the next non-empty class (two ctz). Nothing here allocates,
+ *     so these steps never fail. Cost: O(1) plus a scan of one class when its
+ *     minimum is stale or too small; a class holding thousands of ranges
+ *     makes those scans long (bins.c bounds this case with a per-class tree;
+ *     this path does not).
  *   - GRT__INDEX_OTREE: the ordered tree through the block_index ops table
  *     (the baseline), with node index + 1 as the value.
  * Both return the same choice for every call: the smallest free range with
@@ -36,8 +45,9 @@
  *   - the list from node FIRST (offset 0, never removed) tiles [0, capacity);
  *   - no two adjacent nodes are both free;
  *   - a node is in the index iff it is free; the map, if built, holds every node;
- *   - class lists: circular, sorted, every member in class_of(its size), the
- *     bitmaps mark exactly the non-empty classes;
+ *   - class lists: well linked, every member free and in class_of(its size),
+ *     a clean class minimum exact (DUMMY when empty), the bitmaps mark exactly
+ *     the non-empty classes;
  *   - free_bytes / free_n are the free nodes' total size / count.
  *
  * Failure atomicity: every step that can fail (node pool growth, map insert,
@@ -80,7 +90,7 @@ typedef struct rnode {
 } rnode;
 
 typedef struct rlink {
-  int32_t next, prev; /* class list (circular through the sentinel); prev is the state otherwise */
+  int32_t next, prev; /* class list links (a sentinel's prev is CMIN); prev is the state when not listed */
 } rlink;
 
 struct grt__range {
