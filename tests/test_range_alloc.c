@@ -99,6 +99,41 @@ static void test_errors(void **state) {
   grt__range_destroy(NULL);
 }
 
+/* Handles: free by handle with no offset lookup; errors for a free range, a
+ * pooled node and a handle never issued; the offset map, built on the first
+ * free by offset, then stays in step with handle frees. */
+static void test_handles(void **state) {
+  (void)state;
+  for (int kind = 0; kind < GRT__INDEX_KIND_COUNT; kind++) {
+    grt__range *r;
+    uint64_t o[4];
+    uint32_t h[4];
+    assert_int_equal(grt__range_create(1000, (grt__index_kind)kind, &r), GRT_OK);
+    for (int i = 0; i < 4; i++) assert_int_equal(grt__range_alloc_handle(r, 100, &o[i], &h[i]), GRT_OK);
+    assert_int_equal(o[3], 300);
+    assert_int_equal(grt__range_free_handle(r, h[1]), GRT_OK); /* hole 100 @100 */
+    assert_int_equal(grt__range_free_handle(r, h[1]), GRT_ERR_DOUBLE_FREE);
+    assert_int_equal(grt__range_free_handle(r, 0), GRT_ERR_UNKNOWN_POINTER);     /* never a block */
+    assert_int_equal(grt__range_free_handle(r, 12345), GRT_ERR_UNKNOWN_POINTER); /* never issued */
+    assert_int_equal(grt__range_free_handle(r, h[0]), GRT_OK); /* merges into 200 @0; h[1]'s node pooled */
+    grt_status st = grt__range_free_handle(r, h[1]);
+    assert_true(st == GRT_ERR_UNKNOWN_POINTER || st == GRT_ERR_DOUBLE_FREE); /* never a success */
+    assert_int_equal(grt__range_check(r), GRT_OK);
+    assert_int_equal(grt__range_free(r, o[2]), GRT_OK); /* by offset: builds the map */
+    assert_int_equal(grt__range_check(r), GRT_OK);
+    uint64_t x;
+    uint32_t hx;
+    assert_int_equal(grt__range_alloc_handle(r, 250, &x, &hx), GRT_OK); /* best fit: the 300 @0 */
+    assert_int_equal(x, 0);
+    assert_int_equal(grt__range_free_handle(r, hx), GRT_OK); /* the map follows handle frees */
+    assert_int_equal(grt__range_free(r, o[3]), GRT_OK);
+    assert_int_equal(grt__range_free_count(r), 1);
+    assert_int_equal(grt__range_largest_free(r), 1000);
+    assert_int_equal(grt__range_check(r), GRT_OK);
+    grt__range_destroy(r);
+  }
+}
+
 /* Random churn on both index kinds in lockstep, checked after every step. */
 static void churn(uint64_t capacity, int slots, int steps, bool granular, uint64_t seed) {
   grt__range *r[GRT__INDEX_KIND_COUNT];
@@ -181,6 +216,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_basic_best_fit_and_merge),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_handles),
       cmocka_unit_test(test_churn_small),
       cmocka_unit_test(test_churn_granular),
       cmocka_unit_test(test_workload_runner_agrees),

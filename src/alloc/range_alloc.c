@@ -1,48 +1,118 @@
 /* range_alloc.c — exact best-fit offset allocator over [0, capacity).
  *
- * Every block (free or allocated) is a node in one pooled array; nodes are
- * addressed by index so the array may grow. Nodes of a range form a doubly
- * linked list in address order (the boundary tags, kept outside the range);
- * a hash table of node indices (open addressing, linear probing, load <= 1/2,
- * Fibonacci hashing of the offset) finds a node by its start offset: slots are
- * 4 bytes and the key is read from the node itself, which the caller needs
- * anyway. Free nodes are also in the index under (size, offset) with their
- * node index + 1 as the value.
+ * Every block (free or allocated) is a node in one pooled array, addressed by
+ * a 31-bit index: the block's handle. Nodes of a range form a doubly linked
+ * list in address order (the boundary tags, kept outside the range), so a
+ * merge needs no lookup. Node 0 is a dummy (key (max, max), never a block).
+ *
+ * Free ranges are indexed by (size, offset) in one of two ways (the kind):
+ *   - GRT__INDEX_BINS: an intrusive size-class index private to this file.
+ *     Sizes map to classes like bins.c but finer (64 sub-classes per power of
+ *     two, so with 256-byte-granular sizes every class below 16 KiB holds one
+ *     size); class_of is monotonic, so the global (size, offset) order is
+ *     "class ascending, then inside the class". Each class is an unsorted
+ *     doubly linked list through a compact link array: links[i] belongs to
+ *     node i, links[~c] (negative indices) is class c's sentinel, holding the
+ *     first member and the class minimum; lists end at the dummy's link, which
+ *     absorbs writes. Insert (at the front) and unlink are O(1) with no
+ *     data-dependent branch: the minimum is updated by one 128-bit comparison
+ *     and a select; when the minimum itself leaves, it becomes stale (DIRTY)
+ *     and is rescanned only when a find needs that class (so classes no
+ *     request reaches, such as 256-byte slivers, are never scanned). A
+ *     two-level bitmap marks non-empty classes. Best fit is a fused
+ *     find-and-unlink: in class_of(size), the class minimum if it fits, else
+ *     the least member that fits (a scan of that one class); otherwise the
+ *     minimum of the next non-empty class (two ctz). Nothing here allocates,
+ *     so these steps never fail. Cost: O(1) plus a scan of one class when its
+ *     minimum is stale or too small; a class holding thousands of ranges
+ *     makes those scans long (bins.c bounds this case with a per-class tree;
+ *     this path does not).
+ *   - GRT__INDEX_OTREE: the ordered tree through the block_index ops table
+ *     (the baseline), with node index + 1 as the value.
+ * Both return the same choice for every call: the smallest free range with
+ * size >= the request, ties to the lowest offset.
+ *
+ * A node's state lives in its link's prev: USED (allocated), POOLED (unused),
+ * TREE_FREE (free, tree kind), or a list link (free, class kind); a free
+ * checks its neighbours' states in the compact link array.
+ *
+ * Offset -> node map: a hash table of node indices (open addressing, linear
+ * probing, load <= 1/2, Fibonacci hashing; 4-byte slots, the key is read from
+ * the node). Callers that free by handle never need it, so it is built on the
+ * first grt__range_free (by offset) and maintained from then on.
  *
  * Invariants (grt__range_check walks them):
- *   - the list from node 0 (offset 0, never removed) tiles [0, capacity);
+ *   - the list from node FIRST (offset 0, never removed) tiles [0, capacity);
  *   - no two adjacent nodes are both free;
- *   - a node is in the index iff it is free; the map holds every node;
- *   - free_bytes is the sum of the free nodes' sizes.
+ *   - a node is in the index iff it is free; the map, if built, holds every node;
+ *   - class lists: well linked, every member free and in class_of(its size),
+ *     a clean class minimum exact (DUMMY when empty), the bitmaps mark exactly
+ *     the non-empty classes;
+ *   - free_bytes / free_n are the free nodes' total size / count.
  *
  * Failure atomicity: every step that can fail (node pool growth, map insert,
- * index insert) runs before anything is modified; erases never fail.
+ * tree insert) runs before anything is modified; erases never fail.
  */
 #include "alloc/range_alloc.h"
 
 #include <stdlib.h>
 
+#if defined(__GNUC__)
+#define GRT__ALWAYS_INLINE __attribute__((always_inline)) /* hot path: no call, no spills */
+#else
+#define GRT__ALWAYS_INLINE
+#endif
 
-#define NIL UINT32_MAX
+#define NIL UINT32_MAX           /* address-order links: no neighbour */
+#define USED INT32_MAX           /* link prev of an allocated node */
+#define POOLED (INT32_MAX - 1)   /* link prev of an unused node */
+#define TREE_FREE (INT32_MAX - 2) /* link prev of a free node of the tree kind */
+#define MAX_NODES ((uint32_t)INT32_MAX - 3)
+#define DUMMY 0u /* node 0: key (max, max), in no list: the minimum of an empty class */
+#define FIRST 1u /* node 1: the block at offset 0, never removed */
+#define DIRTY UINT32_MAX /* cmin of a class whose minimum left: rescan on demand */
+
+#define SUB_LOG2 6u
+#define SUB (1u << SUB_LOG2)
+#define NCLASS ((64u - SUB_LOG2 + 1u) * SUB) /* sizes < 2*SUB exact, then 64-bit exponents */
+#define NWORDS ((NCLASS + 63u) / 64u)
+#define SENT(c) (~(int32_t)(c)) /* link index of class c's sentinel */
+#define END ((int32_t)DUMMY)    /* a class list's terminator: the dummy's link absorbs writes */
+/* Class c's least member, DUMMY (empty) or DIRTY (stale), kept in the prev
+ * field of its sentinel (which no list reads), so head and minimum share one entry. */
+#define CMIN(r, c) ((r)->links[SENT(c)].prev)
+
+_Static_assert(NWORDS <= 64, "one summary word covers every bitmap word");
 
 typedef struct rnode {
   uint64_t off, size;
-  uint32_t prev, next; /* neighbours in address order, NIL at the ends; next links the pool when unused */
-  uint32_t is_free;
+  uint32_t prev, next; /* neighbours in address order, NIL at the ends; next links the pool */
 } rnode;
 
+typedef struct rlink {
+  int32_t next, prev; /* class list links (a sentinel's prev is CMIN); prev is the state when not listed */
+} rlink;
+
 struct grt__range {
-  const grt__index_ops *ops;
-  grt__index_kind kind;
-  void *index;        /* free ranges keyed (size, offset) */
-  uint32_t *slots;    /* hash table: node index or NIL, every node by its offset */
-  uint32_t slot_shift; /* 64 - log2(number of slots) */
-  uint32_t slot_count; /* nodes in the table */
   rnode *nodes;
-  uint32_t n_nodes, cap_nodes; /* used prefix of the pool array, its capacity */
+  rlink *links;                /* links[i]: node i; links[~c]: class c's sentinel */
+  rlink *link_base;            /* the allocation: NCLASS sentinels, then cap_nodes node links */
+  uint32_t n_nodes, cap_nodes; /* used prefix of the pool arrays, their capacity */
   uint32_t pool;               /* unused nodes, linked through next */
-  uint64_t capacity, free_bytes;
+  grt__index_kind kind;
+  uint64_t capacity, free_bytes, free_n;
+  uint32_t *slots;     /* offset map: node index or NIL; NULL until the first free by offset */
+  uint32_t slot_shift; /* 64 - log2(number of slots) */
+  uint32_t slot_count; /* nodes in the map */
+  const grt__index_ops *ops;
+  void *index;         /* GRT__INDEX_OTREE: free ranges keyed (size, offset) */
+  uint64_t summary;    /* bit w: words[w] != 0 */
+  uint64_t words[NWORDS]; /* bit c: class c non-empty */
 };
+
+static inline bool node_free(const grt__range *r, uint32_t i) { return r->links[i].prev < POOLED; }
+
+/* ---- offset map ---------------------------------------------------------- */
 
 static inline uint32_t home(const grt__range *r, uint64_t off) {
   return (uint32_t)((off * 0x9e3779b97f4a7c15ULL) >> r->slot_shift);
@@ -50,7 +120,7 @@ static inline uint32_t home(const grt__range *r, uint64_t off) {
 
 static inline uint32_t slot_mask(const grt__range *r) { return (uint32_t)(UINT64_MAX >> r->slot_shift); }
 
-/* Node index starting at off, or NIL. */
+/* Node index starting at off, or NIL (the map exists). */
 static inline uint32_t map_get(const grt__range *r, uint64_t off) {
   uint32_t m = slot_mask(r);
   for (uint32_t j = home(r, off);; j = (j + 1) & m) {
@@ -65,20 +135,23 @@ static void map_place(grt__range *r, uint32_t i) {
   r->slots[j] = i;
 }
 
+/* Replaces the table by one of 2^bits slots holding the same nodes. */
+static bool map_resize(grt__range *r, uint32_t bits) {
+  uint32_t *old = r->slots, old_n = r->slots ? slot_mask(r) + 1 : 0;
+  uint32_t *s = malloc(((size_t)1 << bits) * sizeof *s);
+  if (!s) return false;
+  for (size_t j = 0; j < (size_t)1 << bits; j++) s[j] = NIL;
+  r->slots = s;
+  r->slot_shift = 64 - bits;
+  for (uint32_t j = 0; j < old_n; j++)
+    if (old[j] != NIL) map_place(r, old[j]);
+  free(old);
+  return true;
+}
+
 /* Adds node i (its offset not yet present); grows at load 1/2. */
 static bool map_put(grt__range *r, uint32_t i) {
-  uint32_t m = slot_mask(r);
-  if ((r->slot_count + 1) * 2 > m + 1) {
-    uint32_t *old = r->slots, old_n = m + 1;
-    uint32_t *s = malloc((size_t)old_n * 2 * sizeof *s);
-    if (!s) return false;
-    for (uint32_t j = 0; j < old_n * 2; j++) s[j] = NIL;
-    r->slots = s;
-    r->slot_shift--;
-    for (uint32_t j = 0; j < old_n; j++)
-      if (old[j] != NIL) map_place(r, old[j]);
-    free(old);
-  }
+  if ((r->slot_count + 1) * 2 > slot_mask(r) + 1 && !map_resize(r, 64 - r->slot_shift + 1)) return false;
   map_place(r, i);
   r->slot_count++;
   return true;
@@ -100,26 +173,147 @@ static void map_del(grt__range *r, uint64_t off) {
   r->slot_count--;
 }
 
+/* Builds the map over every node in address order (first free by offset). */
+static bool map_build(grt__range *r) {
+  uint32_t n = 0, bits = 6;
+  for (uint32_t i = FIRST; i != NIL; i = r->nodes[i].next) n++;
+  while (((size_t)1 << bits) < (size_t)n * 2 + 2) bits++;
+  if (!map_resize(r, bits)) return false;
+  for (uint32_t i = FIRST; i != NIL; i = r->nodes[i].next) map_place(r, i);
+  r->slot_count = n;
+  return true;
+}
+
+/* ---- intrusive size classes (GRT__INDEX_BINS) ------------------------------ */
+
+static inline uint32_t class_of(uint64_t size) {
+  if (size < 2u * SUB) return (uint32_t)size;
+  uint32_t e = 63u - (uint32_t)__builtin_clzll(size);
+  /* (size >> (e - SUB_LOG2)) is in [SUB, 2*SUB): the sub-class plus SUB. */
+  return ((e - SUB_LOG2) << SUB_LOG2) + (uint32_t)(size >> (e - SUB_LOG2));
+}
+
+/* One 128-bit comparison (cmp + sbb), no branch: callers select with it, and
+ * a branch here would mispredict about half the time. */
+__extension__ typedef unsigned __int128 key128;
+
+static inline bool key_less(const rnode *a, uint64_t size, uint64_t off) {
+  return ((key128)a->size << 64 | a->off) < ((key128)size << 64 | off);
+}
+
+/* Links node i between p and q (neighbours in a class list). */
+static inline void link_between(rlink *L, int32_t p, int32_t i, int32_t q) {
+  L[i] = (rlink){q, p};
+  L[p].next = i;
+  L[q].prev = i;
+}
+
+/* The first of nodes a, b in (size, offset) order, selected without a branch. */
+static inline uint32_t min_node(const rnode *N, uint32_t a, uint32_t b) {
+  uint32_t take_b = 0u - (uint32_t)key_less(&N[b], N[a].size, N[a].off);
+  return (b & take_b) | (a & ~take_b);
+}
+
+/* The least member of class c by a scan of its list; DUMMY when empty. */
+static uint32_t cls_scan_min(const grt__range *r, uint32_t c) {
+  const rlink *L = r->links;
+  int32_t s = SENT(c);
+  uint32_t m = DUMMY;
+  for (int32_t i = L[s].next; i != END; i = L[i].next) m = min_node(r->nodes, m, (uint32_t)i);
+  return m;
+}
+
+/* The least member of class c (DUMMY when empty), rescanned if stale. */
+static inline uint32_t cls_min(grt__range *r, uint32_t c) {
+  uint32_t m = (uint32_t)CMIN(r, c);
+  if (m == DIRTY) CMIN(r, c) = (int32_t)(m = cls_scan_min(r, c));
+  return m;
+}
+
+/* Links free node i into class c (its class) at the front. A clean minimum
+ * is updated by one comparison (an empty class's is DUMMY, above every node);
+ * a stale one stays stale. No branch on data. */
+static inline void cls_insert(grt__range *r, uint32_t i, uint32_t c) {
+  rlink *L = r->links;
+  int32_t s = SENT(c);
+  link_between(L, s, (int32_t)i, L[s].next);
+  uint32_t m = (uint32_t)CMIN(r, c), dirty = 0u - (uint32_t)(m == DIRTY);
+  CMIN(r, c) = (int32_t)(min_node(r->nodes, m & ~dirty, i) | dirty); /* DUMMY is 0, DIRTY all ones */
+  r->words[c >> 6] |= 1ULL << (c & 63); /* no branch: it may already be set */
+  r->summary |= 1ULL << (c >> 6);
+}
+
+/* Unlinks free node i (of class c) from its list: O(1), no search, no branch.
+ * When i was the class minimum, the minimum becomes stale (DUMMY if the class
+ * emptied): a later find rescans it only if it needs that class. */
+static inline void cls_unlink(grt__range *r, uint32_t i, uint32_t c) {
+  rlink *L = r->links;
+  int32_t p = L[i].prev, q = L[i].next;
+  L[p].next = q;
+  L[q].prev = p;
+  /* i was first (p the sentinel) and last: the class emptied; clear its bit
+   * (and the word's summary bit). Otherwise nothing changes. */
+  uint32_t emptied = (p < 0) & (q == END);
+  uint64_t w = r->words[c >> 6] &= ~((uint64_t)emptied << (c & 63));
+  r->summary &= ~((uint64_t)(w == 0) << (c >> 6));
+  uint32_t m = (uint32_t)CMIN(r, c), was = 0u - (uint32_t)(m == i), repl = 0u - (1u - emptied); /* DIRTY or DUMMY */
+  CMIN(r, c) = (int32_t)((repl & was) | (m & ~was));
+}
+
+/* The smallest free node with size >= `size`, lowest offset first, and its
+ * class in *cls; NIL if none. */
+static inline uint32_t cls_find(grt__range *r, uint64_t size, uint32_t *cls) {
+  const rlink *L = r->links;
+  const rnode *N = r->nodes;
+  uint32_t c = class_of(size), w = c >> 6;
+  uint64_t bits = r->words[w] & (~0ULL << (c & 63));
+  if (bits & (1ULL << (c & 63))) {
+    uint32_t m = cls_min(r, c);
+    *cls = c;
+    if (N[m].size >= size) return m; /* the class minimum fits: it is the answer */
+    /* Else the least member that fits, if any: a scan of this one class. */
+    int32_t s = SENT(c);
+    uint32_t best = DUMMY;
+    for (int32_t i = L[s].next; i != END; i = L[i].next) {
+      uint32_t take = 0u - (uint32_t)((N[i].size >= size) & key_less(&N[i], N[best].size, N[best].off));
+      best = ((uint32_t)i & take) | (best & ~take);
+    }
+    if (best != DUMMY) return best;
+    bits &= bits - 1; /* every member of class c is too small */
+  }
+  if (!bits) {
+    uint64_t sm = w + 1 < 64 ? r->summary & (~0ULL << (w + 1)) : 0;
+    if (!sm) return NIL;
+    w = (uint32_t)__builtin_ctzll(sm);
+    bits = r->words[w];
+  }
+  c = (w << 6) | (uint32_t)__builtin_ctzll(bits);
+  *cls = c;
+  return cls_min(r, c);
+}
+
+/* The free node with the largest (size, offset), or NIL. */
+static uint32_t cls_last(const grt__range *r) {
+  if (!r->summary) return NIL;
+  uint32_t w = 63u - (uint32_t)__builtin_clzll(r->summary);
+  int32_t s = SENT((w << 6) | (63u - (uint32_t)__builtin_clzll(r->words[w]))); /* non-empty */
+  uint32_t m = (uint32_t)r->links[s].next;
+  for (int32_t i = r->links[m].next; i != END; i = r->links[i].next)
+    m = min_node(r->nodes, m, (uint32_t)i) == m ? (uint32_t)i : m;
+  return m;
+}
+
+/* ---- tree index (GRT__INDEX_OTREE) ---------------------------------------- */
+
 static inline void *tag(uint32_t i) { return (void *)(uintptr_t)(i + 1); }
 static inline uint32_t untag(void *v) { return (uint32_t)((uintptr_t)v - 1); }
 
-/* Index calls: direct for the size-class index (the hot configuration), through
- * the ops table otherwise. */
-static inline grt_status index_insert(grt__range *r, uint64_t size, uint64_t addr, void *v) {
-  return r->kind == GRT__INDEX_BINS ? grt__bins_insert(r->index, size, addr, v) : r->ops->insert(r->index, size, addr, v);
+static uint32_t tree_find(const grt__range *r, uint64_t size) {
+  grt__bin_entry e;
+  return r->ops->lower_bound(r->index, size, 0, &e) ? untag(e.value) : NIL;
 }
 
-static inline void index_erase(grt__range *r, uint64_t size, uint64_t addr) {
-  if (r->kind == GRT__INDEX_BINS)
-    grt__bins_erase(r->index, size, addr);
-  else
-    r->ops->erase(r->index, size, addr);
-}
-
-static inline bool index_lower_bound(const grt__range *r, uint64_t size, grt__bin_entry *e) {
-  return r->kind == GRT__INDEX_BINS ? grt__bins_lower_bound(r->index, size, 0, e)
-                                    : r->ops->lower_bound(r->index, size, 0, e);
-}
+/* ---- nodes --------------------------------------------------------------- */
 
 /* An unused node index, or NIL when host memory runs out. */
 static uint32_t node_get(grt__range *r) {
@@ -129,7 +323,13 @@ static uint32_t node_get(grt__range *r) {
     return i;
   }
   if (r->n_nodes == r->cap_nodes) {
-    uint32_t cap = r->cap_nodes ? r->cap_nodes * 2 : 64;
+    if (r->cap_nodes > MAX_NODES / 2) return NIL;
+    uint32_t cap = r->cap_nodes ? r->cap_nodes * 2 : 256;
+    /* A larger link array alone is harmless (cap_nodes still names the smaller). */
+    rlink *lb = realloc(r->link_base, ((size_t)NCLASS + cap) * sizeof *lb);
+    if (!lb) return NIL;
+    r->link_base = lb;
+    r->links = lb + NCLASS;
     rnode *n = realloc(r->nodes, (size_t)cap * sizeof *n);
     if (!n) return NIL;
     r->nodes = n;
@@ -140,6 +340,7 @@ static uint32_t node_get(grt__range *r) {
 
 static void node_put(grt__range *r, uint32_t i) {
   r->nodes[i].next = r->pool;
+  r->links[i].prev = POOLED;
   r->pool = i;
 }
 
@@ -152,19 +353,24 @@ grt_status grt__range_create(uint64_t capacity, grt__index_kind kind, grt__range
   r->kind = kind;
   r->pool = NIL;
   r->capacity = capacity;
-  r->slot_shift = 64 - 6;
-  grt_status st = ops->create(&r->index);
-  if (st) goto fail;
+  grt_status st = GRT_OK;
+  if (kind == GRT__INDEX_OTREE && (st = ops->create(&r->index))) goto fail;
   st = GRT_ERR_NOMEM;
-  if (!(r->slots = malloc(64 * sizeof *r->slots))) goto fail;
-  for (uint32_t j = 0; j < 64; j++) r->slots[j] = NIL;
+  if (node_get(r) != DUMMY) goto fail;
+  r->nodes[DUMMY] = (rnode){UINT64_MAX, UINT64_MAX, NIL, NIL};
+  r->links[DUMMY].prev = POOLED; /* never a block: its handle is refused */
   uint32_t i = node_get(r);
-  if (i == NIL) goto fail;
-  r->nodes[i] = (rnode){0, capacity, NIL, NIL, 1};
-  if (!map_put(r, i)) goto fail;
-  st = ops->insert(r->index, capacity, 0, tag(i));
-  if (st) goto fail;
+  if (i != FIRST) goto fail;
+  for (uint32_t c = 0; c < NCLASS; c++) r->links[SENT(c)] = (rlink){END, (int32_t)DUMMY};
+  r->nodes[i] = (rnode){0, capacity, NIL, NIL};
+  if (kind == GRT__INDEX_OTREE) {
+    r->links[i].prev = TREE_FREE;
+    if ((st = ops->insert(r->index, capacity, 0, tag(i)))) goto fail;
+  } else {
+    cls_insert(r, i, class_of(capacity));
+  }
   r->free_bytes = capacity;
+  r->free_n = 1;
   *out = r;
   return GRT_OK;
 fail:
@@ -177,107 +383,243 @@ void grt__range_destroy(grt__range *r) {
   if (r->index) r->ops->destroy(r->index);
   free(r->slots);
   free(r->nodes);
+  free(r->link_base);
   free(r);
 }
 
-grt_status grt__range_alloc(grt__range *r, uint64_t size, uint64_t *offset) {
-  if (!offset) return GRT_ERR_INVALID_ARG;
-  if (size == 0 || size > r->capacity) return GRT_ERR_SIZE;
-  grt__bin_entry e;
-  if (!index_lower_bound(r, size, &e)) return GRT_ERR_OOM;
-  uint32_t i = untag(e.value);
-  if (e.size > size) { /* split: the tail stays free as a new node */
-    uint32_t t = node_get(r);
-    if (t == NIL) return GRT_ERR_NOMEM;
-    rnode *n = &r->nodes[i]; /* after node_get: the pool may have moved */
-    uint64_t toff = n->off + size, tsize = n->size - size;
-    r->nodes[t] = (rnode){toff, tsize, i, n->next, 1}; /* not linked yet */
-    if (!map_put(r, t)) {
-      node_put(r, t);
-      return GRT_ERR_NOMEM;
-    }
-    grt_status st = index_insert(r, tsize, toff, tag(t));
-    if (st) {
-      map_del(r, toff);
-      node_put(r, t);
-      return st;
-    }
-    if (n->next != NIL) r->nodes[n->next].prev = t;
-    n->next = t;
-    n->size = size;
+/* ---- alloc / free -------------------------------------------------------- */
+
+/* A fresh node for the tail [off + size, off + old size) of free node i, in
+ * the map but not yet linked anywhere; NIL when host memory runs out (nothing
+ * changed). */
+static inline uint32_t tail_new(grt__range *r, uint32_t i, uint64_t size) {
+  uint32_t t = node_get(r);
+  if (t == NIL) return NIL;
+  rnode *n = &r->nodes[i]; /* after node_get: the pool may have moved */
+  r->nodes[t] = (rnode){n->off + size, n->size - size, i, n->next};
+  if (r->slots && !map_put(r, t)) {
+    node_put(r, t);
+    return NIL;
   }
-  index_erase(r, e.size, e.addr);
-  r->nodes[i].is_free = 0;
-  r->free_bytes -= size;
-  *offset = e.addr;
+  return t;
+}
+
+/* Links tail t after i in address order; i shrinks to size. */
+static inline void tail_link(grt__range *r, uint32_t i, uint32_t t, uint64_t size) {
+  rnode *n = &r->nodes[i];
+  if (n->next != NIL) r->nodes[n->next].prev = t;
+  n->next = t;
+  n->size = size;
+  r->free_n++;
+}
+
+/* Best fit, taken out of the class index; the tail of a split goes back in.
+ * The tail is smaller than the range it came from: when both share a class,
+ * it takes the range's place in the list. */
+GRT__ALWAYS_INLINE static inline grt_status alloc_classes(grt__range *r, uint64_t size, uint32_t *out) {
+  uint32_t c, i = cls_find(r, size, &c);
+  if (i == NIL) return GRT_ERR_OOM;
+  uint64_t old = r->nodes[i].size;
+  if (old > size) {
+    uint32_t t = tail_new(r, i, size);
+    if (t == NIL) return GRT_ERR_NOMEM;
+    uint32_t tc = class_of(old - size);
+    if (tc == c && (uint32_t)CMIN(r, c) == i) { /* t < i: t is the class's new minimum */
+      rlink *L = r->links;
+      link_between(L, L[i].prev, (int32_t)t, L[i].next);
+      CMIN(r, c) = (int32_t)t;
+    } else {
+      cls_unlink(r, i, c);
+      cls_insert(r, t, tc);
+    }
+    tail_link(r, i, t, size);
+  } else {
+    cls_unlink(r, i, c);
+  }
+  *out = i;
   return GRT_OK;
 }
 
+static grt_status alloc_tree(grt__range *r, uint64_t size, uint32_t *out) {
+  uint32_t i = tree_find(r, size);
+  if (i == NIL) return GRT_ERR_OOM;
+  uint64_t old = r->nodes[i].size, off = r->nodes[i].off;
+  if (old > size) {
+    uint32_t t = tail_new(r, i, size);
+    if (t == NIL) return GRT_ERR_NOMEM;
+    grt_status st = r->ops->insert(r->index, old - size, off + size, tag(t));
+    if (st) {
+      if (r->slots) map_del(r, off + size);
+      node_put(r, t);
+      return st;
+    }
+    r->links[t].prev = TREE_FREE;
+    tail_link(r, i, t, size);
+  }
+  r->ops->erase(r->index, old, off);
+  *out = i;
+  return GRT_OK;
+}
+
+grt_status grt__range_alloc_handle(grt__range *r, uint64_t size, uint64_t *offset, uint32_t *handle) {
+  if (!offset) return GRT_ERR_INVALID_ARG;
+  if (size == 0 || size > r->capacity) return GRT_ERR_SIZE;
+  uint32_t i;
+  grt_status st = r->kind == GRT__INDEX_BINS ? alloc_classes(r, size, &i) : alloc_tree(r, size, &i);
+  if (st) return st;
+  r->links[i].prev = USED;
+  r->free_bytes -= size;
+  r->free_n--;
+  *offset = r->nodes[i].off;
+  if (handle) *handle = i;
+  return GRT_OK;
+}
+
+grt_status grt__range_alloc(grt__range *r, uint64_t size, uint64_t *offset) {
+  return grt__range_alloc_handle(r, size, offset, NULL);
+}
+
 /* Unlinks node j (the right-hand one of a merge) and returns it to the pool. */
-static void absorb(grt__range *r, uint32_t keep, uint32_t j) {
+static inline void absorb(grt__range *r, uint32_t keep, uint32_t j) {
   rnode *k = &r->nodes[keep], *n = &r->nodes[j];
   k->size += n->size;
   k->next = n->next;
   if (n->next != NIL) r->nodes[n->next].prev = keep;
-  map_del(r, n->off);
+  if (r->slots) map_del(r, n->off);
   node_put(r, j);
 }
 
-grt_status grt__range_free(grt__range *r, uint64_t offset) {
-  uint32_t i = map_get(r, offset);
-  if (i == NIL) return GRT_ERR_UNKNOWN_POINTER;
-  rnode *n = &r->nodes[i];
-  if (n->is_free) return GRT_ERR_DOUBLE_FREE;
+/* Frees allocated node i (class kind), merging it with free neighbours. */
+GRT__ALWAYS_INLINE static inline void free_classes(grt__range *r, uint32_t i) {
+  rnode *nodes = r->nodes, *n = &nodes[i];
   uint32_t p = n->prev, q = n->next;
-  bool merge_prev = p != NIL && r->nodes[p].is_free;
-  bool merge_next = q != NIL && r->nodes[q].is_free;
+  bool merge_prev = p != NIL && node_free(r, p);
+  bool merge_next = q != NIL && node_free(r, q);
+  r->free_bytes += n->size;
+  r->free_n = r->free_n + 1 - (uint64_t)merge_prev - (uint64_t)merge_next;
+  if (merge_next) {
+    cls_unlink(r, q, class_of(nodes[q].size));
+    absorb(r, i, q);
+  }
+  if (merge_prev) {
+    cls_unlink(r, p, class_of(nodes[p].size));
+    absorb(r, p, i);
+    i = p;
+  }
+  cls_insert(r, i, class_of(nodes[i].size));
+}
+
+/* Frees allocated node i (tree kind), merging it with free neighbours. */
+static grt_status free_tree(grt__range *r, uint32_t i) {
+  rnode *nodes = r->nodes, *n = &nodes[i];
+  uint32_t p = n->prev, q = n->next;
+  bool merge_prev = p != NIL && node_free(r, p);
+  bool merge_next = q != NIL && node_free(r, q);
   uint32_t head = merge_prev ? p : i;
-  uint64_t off = r->nodes[head].off;
-  uint64_t size = n->size + (merge_prev ? r->nodes[p].size : 0) + (merge_next ? r->nodes[q].size : 0);
+  uint64_t size = n->size + (merge_prev ? nodes[p].size : 0) + (merge_next ? nodes[q].size : 0);
   /* The merged range is a new key (it differs in size or offset from both
    * neighbours), so inserting it first is safe and is the only step that can fail. */
-  grt_status st = index_insert(r, size, off, tag(head));
+  grt_status st = r->ops->insert(r->index, size, nodes[head].off, tag(head));
   if (st) return st;
+  if (merge_prev) r->ops->erase(r->index, nodes[p].size, nodes[p].off);
+  if (merge_next) r->ops->erase(r->index, nodes[q].size, nodes[q].off);
   r->free_bytes += n->size;
-  if (merge_prev) index_erase(r, r->nodes[p].size, r->nodes[p].off);
-  if (merge_next) index_erase(r, r->nodes[q].size, r->nodes[q].off);
+  r->free_n = r->free_n + 1 - (uint64_t)merge_prev - (uint64_t)merge_next;
   if (merge_next) absorb(r, i, q);
   if (merge_prev) absorb(r, p, i);
-  r->nodes[head].is_free = 1;
+  r->links[head].prev = TREE_FREE;
   return GRT_OK;
 }
 
+static inline grt_status free_node(grt__range *r, uint32_t i) {
+  if (r->kind != GRT__INDEX_BINS) return free_tree(r, i);
+  free_classes(r, i);
+  return GRT_OK;
+}
+
+grt_status grt__range_free_handle(grt__range *r, uint32_t handle) {
+  if (handle == DUMMY || handle >= r->n_nodes || r->links[handle].prev == POOLED) return GRT_ERR_UNKNOWN_POINTER;
+  if (r->links[handle].prev != USED) return GRT_ERR_DOUBLE_FREE;
+  return free_node(r, handle);
+}
+
+grt_status grt__range_free(grt__range *r, uint64_t offset) {
+  if (!r->slots && !map_build(r)) return GRT_ERR_NOMEM;
+  uint32_t i = map_get(r, offset);
+  if (i == NIL) return GRT_ERR_UNKNOWN_POINTER;
+  if (r->links[i].prev != USED) return GRT_ERR_DOUBLE_FREE;
+  return free_node(r, i);
+}
+
+/* ---- queries and the checker --------------------------------------------- */
+
 uint64_t grt__range_largest_free(const grt__range *r) {
+  if (r->kind == GRT__INDEX_BINS) {
+    uint32_t i = cls_last(r);
+    return i == NIL ? 0 : r->nodes[i].size;
+  }
   grt__bin_entry e;
   return r->ops->last(r->index, &e) ? e.size : 0;
 }
 
 uint64_t grt__range_free_bytes(const grt__range *r) { return r->free_bytes; }
 
-uint64_t grt__range_free_count(const grt__range *r) { return r->ops->count(r->index); }
+uint64_t grt__range_free_count(const grt__range *r) { return r->free_n; }
+
+/* Class lists and bitmaps: every list well linked, members free and in their
+ * class, a clean minimum exact (DUMMY if empty), bits set exactly for non-empty classes;
+ * counts the members.
+ * GRT_OK or GRT_ERR_INTERNAL. */
+static grt_status check_classes(const grt__range *r, uint64_t *members) {
+  const rlink *L = r->links;
+  uint64_t summary = 0;
+  for (uint32_t c = 0; c < NCLASS; c++) {
+    int32_t s = SENT(c), prev = s;
+    bool bit = (r->words[c >> 6] >> (c & 63)) & 1;
+    if (bit != (L[s].next != END)) return GRT_ERR_INTERNAL;
+    if (r->words[c >> 6]) summary |= 1ULL << (c >> 6);
+    for (int32_t i = L[s].next; i != END; prev = i, i = L[i].next) {
+      if (i < 0 || (uint32_t)i >= r->n_nodes || L[i].prev != prev) return GRT_ERR_INTERNAL;
+      const rnode *n = &r->nodes[i];
+      if (class_of(n->size) != c) return GRT_ERR_INTERNAL;
+      if (++*members > r->n_nodes) return GRT_ERR_INTERNAL; /* a cycle */
+    }
+    uint32_t m = (uint32_t)L[s].prev; /* CMIN: when clean, exact */
+    if (m != DIRTY && m != cls_scan_min(r, c)) return GRT_ERR_INTERNAL;
+  }
+  return summary == r->summary ? GRT_OK : GRT_ERR_INTERNAL;
+}
 
 grt_status grt__range_check(const grt__range *r) {
   uint64_t off = 0, free_sum = 0, free_n = 0, nodes = 0;
   uint32_t prev = NIL;
   bool prev_free = false;
-  for (uint32_t i = 0; i != NIL; prev = i, i = r->nodes[i].next) {
+  for (uint32_t i = FIRST; i != NIL; prev = i, i = r->nodes[i].next) {
     const rnode *n = &r->nodes[i];
-    if (n->off != off || n->size == 0 || n->prev != prev) return GRT_ERR_INTERNAL;
-    if (n->is_free && prev_free) return GRT_ERR_INTERNAL;
-    if (map_get(r, n->off) != i) return GRT_ERR_INTERNAL;
-    grt__bin_entry e;
-    bool in_index = r->ops->lower_bound(r->index, n->size, n->off, &e) && e.size == n->size &&
-                    e.addr == n->off;
-    if (in_index != (bool)n->is_free || (in_index && e.value != tag(i))) return GRT_ERR_INTERNAL;
-    if (n->is_free) {
+    int32_t st = r->links[i].prev;
+    bool is_free = node_free(r, i);
+    if (st == POOLED || n->off != off || n->size == 0 || n->prev != prev) return GRT_ERR_INTERNAL;
+    if (r->kind == GRT__INDEX_OTREE ? st != TREE_FREE && st != USED : st == TREE_FREE) return GRT_ERR_INTERNAL;
+    if (is_free && prev_free) return GRT_ERR_INTERNAL;
+    if (r->slots && map_get(r, n->off) != i) return GRT_ERR_INTERNAL;
+    if (r->kind == GRT__INDEX_OTREE) {
+      grt__bin_entry e;
+      bool in_index = r->ops->lower_bound(r->index, n->size, n->off, &e) && e.size == n->size && e.addr == n->off;
+      if (in_index != is_free || (in_index && e.value != tag(i))) return GRT_ERR_INTERNAL;
+    }
+    if (is_free) {
       free_sum += n->size;
       free_n++;
     }
-    prev_free = n->is_free;
+    prev_free = is_free;
     off += n->size;
     if (++nodes > r->n_nodes) return GRT_ERR_INTERNAL; /* a cycle */
   }
-  if (off != r->capacity || free_sum != r->free_bytes) return GRT_ERR_INTERNAL;
-  if (free_n != r->ops->count(r->index) || nodes != r->slot_count) return GRT_ERR_INTERNAL;
-  return GRT_OK;
+  if (off != r->capacity || free_sum != r->free_bytes || free_n != r->free_n) return GRT_ERR_INTERNAL;
+  if (r->slots && nodes != r->slot_count) return GRT_ERR_INTERNAL;
+  if (r->kind == GRT__INDEX_OTREE) return free_n == r->ops->count(r->index) ? GRT_OK : GRT_ERR_INTERNAL;
+  uint64_t members = 0;
+  grt_status st = check_classes(r, &members);
+  /* Members are linked (so free) nodes; equal counts mean every free node is listed. */
+  return st ? st : members == free_n ? GRT_OK : GRT_ERR_INTERNAL;
 }

@@ -9,6 +9,8 @@
  *      allocations per 1e6 iterations, and how many of those failed although
  *      one free range was large enough (0 for exact best fit).
  * A failed allocation leaves its slot empty; freeing an empty slot is skipped.
+ * Slots keep the block's handle and free by it (grt__range_free_handle), as
+ * the peers (OffsetAllocator, VMA) free by allocation handle.
  *
  * The operation stream (slot, size) does not depend on the allocator, so it is
  * drawn up front from base/rng.h (xoshiro256**) and the timed loop only reads
@@ -45,6 +47,7 @@ typedef struct grt__churn_config {
 
 typedef struct grt__churn_result {
   double ns_per_pair;          /* median over runs of timed ns / iterations */
+  double ns_min;               /* the fastest run's ns / iterations */
   uint64_t failures;           /* failed allocations in the timed iterations */
   uint64_t failures_with_hole; /* of those, failed although largest free >= size */
   uint64_t fill_failures;      /* failed allocations while filling (untimed) */
