@@ -7,6 +7,8 @@
  *              and merge, max_split_size, flush-and-retry on OOM, empty_cache,
  *              record_stream with deferred frees).
  *   "naive"    every request goes straight to the device (cudaMalloc/cudaFree).
+ *   "bestfit"  exact best fit (the block index) over one arena spanning the
+ *              device: the offset-allocator baseline of anchors.md's W3.
  *   "sharded"  N "caching" allocators, streams hashed onto them, each with its
  *              own lock: threads on different streams do not contend. With
  *              one stream it decides exactly as "caching"; an OOM releases

@@ -7,7 +7,7 @@
 
 #include "alloc/allocator_impl.h"
 
-static const grt__alloc_ops *const policies[] = {&grt__caching_ops, &grt__naive_ops, &grt__bump_ops, &grt__buddy_ops, &grt__slab_ops, &grt__async_ops, &grt__sharded_ops};
+static const grt__alloc_ops *const policies[] = {&grt__caching_ops, &grt__naive_ops, &grt__bump_ops, &grt__buddy_ops, &grt__slab_ops, &grt__async_ops, &grt__sharded_ops, &grt__bestfit_ops};
 
 void grt__alloc_set_error(grt_allocator *a, const char *fmt, ...) {
   va_list ap;

@@ -51,6 +51,7 @@ extern const grt__alloc_ops grt__buddy_ops;
 extern const grt__alloc_ops grt__slab_ops;
 extern const grt__alloc_ops grt__async_ops;
 extern const grt__alloc_ops grt__sharded_ops;
+extern const grt__alloc_ops grt__bestfit_ops;
 
 /* Writes a printf-style message into a->last_error. */
 void grt__alloc_set_error(grt_allocator *a, const char *fmt, ...)
