@@ -324,6 +324,12 @@ void grt__graph_node_complete(grt_exec *exec, grt__op *node, uint64_t now); /* l
 bool grt__graph_cancel(grt_exec *exec, grt__op *op); /* lock held; true: op dropped */
 void grt__graph_launch_release(grt_exec *exec, grt__op *op); /* lock held; a launch op goes */
 void grt__graph_free_all(grt_exec *exec);              /* exec destroy */
+/* Threads: a worker that ran node's body may run the returned node next
+ * without the lock (NULL: none); grt__graph_chain_done (lock held) then
+ * accounts for the count nodes first .. last (exclusive) before last
+ * completes normally. */
+grt__op *grt__graph_chain_next(grt__op *node);
+void grt__graph_chain_done(grt_exec *exec, grt__op *first, grt__op *last, uint32_t count);
 
 /* timeline.c */
 void grt__trace_op(grt_exec *exec, const grt__op *op); /* lock held */

@@ -31,7 +31,30 @@ void grt__graph_body_free(grt__gbody *b) {
   free(b->succ);
   free(b->remaining);
   free(b->stack);
+  free(b->chain_next);
+  free(b->spot);
+  free(b->indeg);
+  free(b->roots);
   free(b);
+}
+
+/* No body and no duration: nothing for an engine to do. */
+static bool settles_on_spot(const grt__op *nd) {
+  return nd->engine == GRT__ENGINE_NONE || (nd->kind == GRT__OP_KERNEL && !nd->u.call.fn && !nd->duration_ns);
+}
+
+/* j can run on the worker that ran i, right after it, without the lock: it is
+ * i's only successor, i is its only predecessor (so nothing else can make it
+ * ready), and it needs the same engine — compute or copy, not host functions,
+ * which may block in grt_user_event_wait. */
+static uint32_t chain_successor(const grt__gbody *b, uint32_t i) {
+  if (b->succ_first[i + 1] - b->succ_first[i] != 1) return UINT32_MAX;
+  uint32_t j = b->succ[b->succ_first[i]];
+  const grt__op *a = &b->ops[i], *c = &b->ops[j];
+  if (b->pred_first[j + 1] - b->pred_first[j] != 1 || c->engine != a->engine || c->engine == GRT_ENGINE_HOST ||
+      settles_on_spot(c) || settles_on_spot(a))
+    return UINT32_MAX;
+  return j;
 }
 
 grt__gbody *grt__graph_body_build(const grt_graph *g) {
@@ -46,7 +69,12 @@ grt__gbody *grt__graph_body_build(const grt_graph *g) {
   b->succ = malloc((m ? m : 1) * sizeof *b->succ);
   b->remaining = malloc((n ? n : 1) * sizeof *b->remaining);
   b->stack = malloc((n ? n : 1) * sizeof *b->stack);
-  if (!b->ops || !b->pred_first || !b->preds || !b->succ_first || !b->succ || !b->remaining || !b->stack) {
+  b->chain_next = malloc((n ? n : 1) * sizeof *b->chain_next);
+  b->spot = malloc(n ? n : 1);
+  b->indeg = malloc((n ? n : 1) * sizeof *b->indeg);
+  b->roots = malloc((n ? n : 1) * sizeof *b->roots);
+  if (!b->indeg || !b->roots || !b->spot || !b->ops || !b->pred_first || !b->preds || !b->succ_first || !b->succ || !b->remaining || !b->stack ||
+      !b->chain_next) {
     grt__graph_body_free(b);
     return NULL;
   }
@@ -63,6 +91,12 @@ grt__gbody *grt__graph_body_build(const grt_graph *g) {
   for (uint32_t i = 0; i < n; i++) b->succ_first[i + 2] += b->succ_first[i + 1];
   for (uint32_t i = 0; i < n; i++)
     for (uint32_t k = b->pred_first[i]; k < b->pred_first[i + 1]; k++) b->succ[b->succ_first[b->preds[k] + 1]++] = i;
+  for (uint32_t i = 0; i < n; i++) {
+    b->chain_next[i] = chain_successor(b, i);
+    b->spot[i] = settles_on_spot(&b->ops[i]);
+    b->indeg[i] = b->pred_first[i + 1] - b->pred_first[i];
+    if (!b->indeg[i]) b->roots[b->n_roots++] = i;
+  }
   return b;
 }
 
@@ -106,11 +140,6 @@ grt_status grt_graph_launch(grt_graph_exec *ge, grt_stream *s) {
   return st;
 }
 
-/* No body and no duration: nothing for an engine to do. */
-static bool settles_on_spot(const grt__op *nd) {
-  return nd->engine == GRT__ENGINE_NONE || (nd->kind == GRT__OP_KERNEL && !nd->u.call.fn && !nd->duration_ns);
-}
-
 /* Counts down i's successors; those reaching zero join the work queue. */
 static void release_succ(grt__gbody *b, uint32_t i, uint32_t *tail) {
   for (uint32_t k = b->succ_first[i]; k < b->succ_first[i + 1]; k++) {
@@ -126,6 +155,11 @@ static void settle(grt_exec *exec, grt__op *op, uint32_t head, uint32_t tail, ui
   bool trace = exec->cfg.record_timeline;
   while (head < tail) {
     uint32_t i = b->stack[head++];
+    if (b->spot[i] && !trace) { /* the replay fast path: only the compact arrays are touched */
+      op->u.graph.left--;
+      release_succ(b, i, &tail);
+      continue;
+    }
     grt__op *nd = &b->ops[i];
     nd->stream = op->stream;
     nd->priority = op->priority;
@@ -133,9 +167,9 @@ static void settle(grt_exec *exec, grt__op *op, uint32_t head, uint32_t tail, ui
     nd->next = nd->rnext = NULL;
     nd->blocked = 0;
     if (trace) nd->uid = ++exec->next_uid;
-    if (settles_on_spot(nd)) {
+    if (b->spot[i]) {
       nd->start_ns = nd->end_ns = now;
-      if (trace) grt__trace_op(exec, nd);
+      grt__trace_op(exec, nd);
       op->u.graph.left--;
       release_succ(b, i, &tail);
     } else {
@@ -154,12 +188,9 @@ void grt__graph_expand(grt_exec *exec, grt__op *op, uint64_t now) {
   op->u.graph.left = b->n;
   op->u.graph.running = 0;
   exec->state_gen++;
-  uint32_t tail = 0;
-  for (uint32_t i = 0; i < b->n; i++) {
-    b->remaining[i] = b->pred_first[i + 1] - b->pred_first[i];
-    if (!b->remaining[i]) b->stack[tail++] = i;
-  }
-  settle(exec, op, 0, tail, now);
+  memcpy(b->remaining, b->indeg, b->n * sizeof *b->remaining);
+  memcpy(b->stack, b->roots, b->n_roots * sizeof *b->stack);
+  settle(exec, op, 0, b->n_roots, now);
 }
 
 void grt__graph_node_complete(grt_exec *exec, grt__op *nd, uint64_t now) {
@@ -191,4 +222,34 @@ bool grt__graph_cancel(grt_exec *exec, grt__op *op) {
       op->u.graph.running--;
     }
   return op->u.graph.running == 0;
+}
+
+/* ---- the worker's lock-free chain (sched_threads.c) ----------------------- */
+
+grt__op *grt__graph_chain_next(grt__op *node) {
+  const grt__gbody *b = node->gparent->u.graph.body;
+  uint32_t j = b->chain_next[node->gindex];
+  if (j == UINT32_MAX) return NULL;
+  grt__op *nx = &b->ops[j];
+  nx->stream = node->stream;
+  nx->priority = node->priority;
+  nx->gparent = node->gparent;
+  nx->slot = node->slot;
+  nx->next = nx->rnext = NULL;
+  return nx;
+}
+
+void grt__graph_chain_done(grt_exec *exec, grt__op *first, grt__op *last, uint32_t count) {
+  grt__op *op = first->gparent;
+  const grt__gbody *b = op->u.graph.body;
+  first->state = GRT__QUEUED; /* done; the others in between never left QUEUED */
+  last->state = GRT__RUNNING; /* it holds first's slot now */
+  op->u.graph.left -= count;
+  exec->state_gen++;
+  if (!exec->cfg.record_timeline) return;
+  for (grt__op *c = first; c != last; c = &b->ops[b->chain_next[c->gindex]]) {
+    c->uid = ++exec->next_uid;
+    grt__trace_op(exec, c);
+  }
+  last->uid = ++exec->next_uid;
 }

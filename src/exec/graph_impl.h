@@ -68,8 +68,13 @@ struct grt__gbody {
   uint32_t *preds;
   uint32_t *succ_first; /* n + 1: successors, same layout */
   uint32_t *succ;
+  uint32_t *indeg;      /* predecessor counts: a launch starts remaining as a copy */
+  uint32_t *roots;      /* the nodes without predecessors, in capture order */
+  uint32_t n_roots;
   uint32_t *remaining;  /* per launch: predecessors not yet done */
   uint32_t *stack;      /* per launch: nodes to settle on the spot */
+  uint8_t *spot;        /* 1: i settles on the spot (no body, no duration: no engine) */
+  uint32_t *chain_next; /* the node a worker may run right after i without the lock, or UINT32_MAX */
   unsigned refs;        /* launches issued and not released, + 1 while current */
   grt__gbody *next_retired;
 };
