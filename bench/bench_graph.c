@@ -62,6 +62,20 @@ static figures measure(grt_stream *s, const grt_kernel_desc *d, grt_graph_exec *
   return best;
 }
 
+/* CPU per launch (process, best of reps) of an n-node graph of desc. */
+static double launch_cost(grt_stream *s, const grt_kernel_desc *d, int n, int reps) {
+  grt_graph *g;
+  grt_graph_exec *ge;
+  check(grt_stream_begin_capture(s, GRT_CAPTURE_GLOBAL), "begin capture");
+  issue_eager(s, d, n);
+  check(grt_stream_end_capture(s, &g), "end capture");
+  check(grt_graph_instantiate(g, &ge), "instantiate");
+  figures f = measure(s, d, ge, n, reps);
+  check(grt_graph_exec_destroy(ge), "exec destroy");
+  check(grt_graph_destroy(g), "graph destroy");
+  return f.replay_ns * n;
+}
+
 static void row(const char *what, figures eager, figures graph) {
   printf("  %-26s %10.1f %10.1f %9.1fx %12.1f %10.1f %9.1fx\n", what, eager.issue_ns, graph.issue_ns,
          eager.issue_ns / graph.issue_ns, eager.replay_ns, graph.replay_ns, eager.replay_ns / graph.replay_ns);
@@ -102,6 +116,13 @@ int main(int argc, char **argv) {
     if (eager.replay_ns / graph.replay_ns < worst_ratio) worst_ratio = eager.replay_ns / graph.replay_ns;
     check(grt_graph_exec_destroy(ge), "exec destroy");
     check(grt_graph_destroy(g), "graph destroy");
+  }
+  /* CUDA quotes straight-line graphs as a fixed cost plus a cost per node: the same fit here. */
+  printf("\n  graph launch as fixed + per node (from %d and %d nodes):\n", n, 4 * n);
+  for (int k = 0; k < 2; k++) {
+    double t1 = launch_cost(s, &kinds[k], n, reps), t4 = launch_cost(s, &kinds[k], 4 * n, reps / 4 + 1);
+    double per = (t4 - t1) / (3.0 * n);
+    printf("  %-26s %8.2f us + %5.1f ns/node\n", names[k], (t1 - per * n) / 1000.0, per);
   }
   printf("\n  targets: graph replay <= 20 ns/node (worst here %.1f: %s); eager/graph CPU per op >= 10x "
          "(worst here %.1fx: %s)\n",

@@ -14,6 +14,8 @@ static const demo demos[] = {
     {"frag", "fragmentation: first-fit layouts, cache vs driver, utilization table", grt_demo_frag},
     {"emptycache", "empty_cache() every step: the reserved sawtooth, PyTorch vs idle-cycles", grt_demo_emptycache},
     {"streams", "stream/event scenarios: overlap, false serialization, lifetime, deadlock", grt_demo_streams},
+    {"graphs", "decode step eager vs graph replay, one graph per batch bucket", grt_demo_graphs},
+    {"priority", "high-priority stream latency under low-priority load, with/without priorities", grt_demo_priority},
     {NULL, NULL, NULL},
 };
 
