@@ -81,7 +81,7 @@ bool grt__graph_add_node(grt_graph *g, const grt__op *proto, const grt__idxvec *
   nd->proto.state = GRT__QUEUED;
   nd->dep_first = g->n_deps;
   nd->ndeps = deps->n;
-  memcpy(g->deps + g->n_deps, deps->v, deps->n * sizeof *deps->v);
+  if (deps->n) memcpy(g->deps + g->n_deps, deps->v, deps->n * sizeof *deps->v);
   g->n_deps += deps->n;
   *idx = g->n++;
   return true;
@@ -210,7 +210,7 @@ static grt_graph_update_result compare(const grt__gbody *b, const grt_graph *g) 
   for (uint32_t i = 0; i < g->n; i++) {
     uint32_t n = b->pred_first[i + 1] - b->pred_first[i];
     if (n != g->nodes[i].ndeps ||
-        memcmp(b->preds + b->pred_first[i], g->deps + g->nodes[i].dep_first, n * sizeof *b->preds))
+        (n && memcmp(b->preds + b->pred_first[i], g->deps + g->nodes[i].dep_first, n * sizeof *b->preds)))
       return GRT_GRAPH_UPDATE_TOPOLOGY_CHANGED;
   }
   return GRT_GRAPH_UPDATE_OK;

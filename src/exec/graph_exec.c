@@ -84,7 +84,7 @@ grt__gbody *grt__graph_body_build(const grt_graph *g) {
     b->ops[i].deps = &b->ops[i].inline_dep;
     b->ops[i].gindex = i;
     b->pred_first[i + 1] = b->pred_first[i] + nd->ndeps;
-    memcpy(b->preds + b->pred_first[i], g->deps + nd->dep_first, nd->ndeps * sizeof *b->preds);
+    if (nd->ndeps) memcpy(b->preds + b->pred_first[i], g->deps + nd->dep_first, nd->ndeps * sizeof *b->preds);
     for (uint32_t k = 0; k < nd->ndeps; k++) b->succ_first[g->deps[nd->dep_first + k] + 2]++;
   }
   /* CSR fill: succ_first[i + 1] is the write cursor of i, ending at succ_first[i + 1]'s final value. */
