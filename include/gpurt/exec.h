@@ -236,6 +236,128 @@ GRT_API grt_status grt_exec_timeline_clear(grt_exec *exec);
 /* Number of op records kept. */
 GRT_API grt_status grt_exec_timeline_count(grt_exec *exec, size_t *out);
 
+/* ---- graphs: stream capture, instantiate, launch, update (issue 7) ----------------
+ *
+ * Capture: grt_stream_begin_capture(s, mode) turns s into a capturing stream:
+ * work issued to it (kernels, copies, memset, host functions) is recorded as
+ * nodes of a graph instead of running. An event recorded on a capturing stream
+ * is a captured event; a stream that waits on it joins the capture (fork) and
+ * records into the same graph; the origin joins it back by waiting on an event
+ * recorded on the forked stream. grt_stream_end_capture (on the origin) returns
+ * the graph; every forked stream must have joined (its last node is an
+ * ancestor of the origin's last node), else GRT_ERR_CAPTURE and no graph.
+ *
+ * Illegal during capture (GRT_ERR_CAPTURE, and the capture is invalidated: ops
+ * issued to its streams then return GRT_ERR_CAPTURE and end-capture returns
+ * GRT_ERR_CAPTURE with no graph; the streams leave capture mode either way):
+ *  - query or synchronize of a capturing stream, or of a captured event (also
+ *    elapsed time with one);
+ *  - grt_exec_synchronize while any capture is active (invalidates all);
+ *  - use of the legacy default stream (ops, waits, records, sync) while a
+ *    blocking stream captures (invalidates the blocking streams' captures);
+ *  - a wait of a capturing stream on an event recorded outside the capture
+ *    (isolation) or in another capture; user-event ops and graph launches
+ *    into a capturing stream;
+ *  - synchronous device malloc/free (grt_exec_device_malloc/free) where the
+ *    mode forbids it: the calling thread captures in GLOBAL or THREAD_LOCAL
+ *    mode, or another thread captures in GLOBAL mode (CUDA's rule for
+ *    "potentially unsafe" calls). RELAXED captures forbid nothing of this kind.
+ * Modes also decide who may end a capture: GLOBAL and THREAD_LOCAL captures
+ * only from the thread that began them (GRT_ERR_NOT_PERMITTED otherwise,
+ * capture unchanged); RELAXED from any thread.
+ *
+ * Launch: grt_graph_launch(ge, s) enqueues the whole graph as one op of s:
+ * it starts after earlier work on s and after the previous launch of ge (on
+ * any stream) finished; later work on s waits for all of its nodes. Nodes run
+ * on the engines like eager ops (kernels at the launching stream's priority).
+ * An executable graph is a flat, pre-resolved array of nodes with precomputed
+ * dependency counts: a launch allocates nothing per node.
+ *
+ * Memory nodes: grt_stream_malloc_async_graph / grt_stream_free_async_graph
+ * are legal only while s captures; they record allocation and free nodes. The
+ * block behind an allocation node is taken from the exec's device when the
+ * node is captured (the captured work needs its address) and belongs to the
+ * graph's memory pool: every replay uses the same address, and the block is
+ * never handed to anyone else while the graph or an executable graph made
+ * from it lives. A graph with memory nodes can have one executable graph at a
+ * time (GRT_ERR_BUSY), as in CUDA. The stream-ordered allocator (issue 4) routes
+ * its malloc_async/free_async here when the stream is capturing.
+ *
+ * Thread safety: every call may come from any thread; capture state, graphs
+ * and executable graphs are guarded by the exec lock. Destroyed graphs and
+ * executable graphs stay as zombies until the exec goes (GRT_ERR_DESTROYED).
+ */
+
+typedef struct grt_graph grt_graph;           /* a captured graph (template) */
+typedef struct grt_graph_exec grt_graph_exec; /* an instantiated, launchable graph */
+
+typedef enum grt_capture_mode {
+  GRT_CAPTURE_GLOBAL = 0,       /* forbids unsafe calls in this thread and in every other thread */
+  GRT_CAPTURE_THREAD_LOCAL = 1, /* forbids unsafe calls in this thread only */
+  GRT_CAPTURE_RELAXED = 2       /* forbids no unsafe calls; may be ended from any thread */
+} grt_capture_mode;
+
+typedef enum grt_capture_status {
+  GRT_CAPTURE_STATUS_NONE = 0,       /* not capturing */
+  GRT_CAPTURE_STATUS_ACTIVE = 1,     /* capturing */
+  GRT_CAPTURE_STATUS_INVALIDATED = 2 /* capturing, but an illegal call invalidated it */
+} grt_capture_status;
+
+/* Begins a capture with s as origin. GRT_ERR_STATE if s already captures,
+ * GRT_ERR_NOT_PERMITTED for the legacy default stream. */
+GRT_API grt_status grt_stream_begin_capture(grt_stream *s, grt_capture_mode mode);
+/* Ends the capture begun on s; *graph_out receives the graph (NULL on error).
+ * GRT_ERR_STATE if s is not a capture origin; GRT_ERR_NOT_PERMITTED from the
+ * wrong thread (non-relaxed; capture unchanged); GRT_ERR_CAPTURE if the capture
+ * was invalidated or a forked stream did not join (the capture is over). */
+GRT_API grt_status grt_stream_end_capture(grt_stream *s, grt_graph **graph_out);
+/* Legal during capture. */
+GRT_API grt_status grt_stream_capture_status(grt_stream *s, grt_capture_status *out);
+
+GRT_API grt_status grt_graph_destroy(grt_graph *g);
+GRT_API grt_status grt_graph_set_name(grt_graph *g, const char *name); /* copied, 39 bytes */
+GRT_API grt_status grt_graph_node_count(grt_graph *g, size_t *out);
+/* Edges of the graph (after transitive duplicates within one node's list are removed). */
+GRT_API grt_status grt_graph_edge_count(grt_graph *g, size_t *out);
+
+/* Instantiates g. GRT_ERR_BUSY when g has memory nodes and an executable
+ * graph of it still lives. The executable graph is independent of g. */
+GRT_API grt_status grt_graph_instantiate(grt_graph *g, grt_graph_exec **out);
+/* Enqueues one replay of ge on s (see above). GRT_ERR_INVALID_ARG for a
+ * pointer that is not an executable graph, GRT_ERR_DESTROYED after destroy,
+ * GRT_ERR_WRONG_DEVICE across execs, GRT_ERR_CAPTURE into a capturing stream. */
+GRT_API grt_status grt_graph_launch(grt_graph_exec *ge, grt_stream *s);
+
+typedef enum grt_graph_update_result {
+  GRT_GRAPH_UPDATE_OK = 0,
+  GRT_GRAPH_UPDATE_TOPOLOGY_CHANGED = 1,  /* node count or edges differ */
+  GRT_GRAPH_UPDATE_NODE_KIND_CHANGED = 2, /* a node's kind or engine differs */
+  GRT_GRAPH_UPDATE_NOT_SUPPORTED = 3      /* memory nodes can't be updated */
+} grt_graph_update_result;
+
+/* Updates ge in place from g when the topology is identical (same nodes in
+ * capture order, same kinds and engines, same edges): node parameters (bodies,
+ * arguments, durations, names, copy addresses and sizes) are replaced for
+ * launches issued afterwards; launches already issued run the old parameters.
+ * Otherwise GRT_ERR_NOT_PERMITTED, ge unchanged, and *result (may be NULL) says why. */
+GRT_API grt_status grt_graph_exec_update(grt_graph_exec *ge, grt_graph *g, grt_graph_update_result *result);
+/* GRT_ERR_BUSY while a launch of ge is pending (nothing changed). */
+GRT_API grt_status grt_graph_exec_destroy(grt_graph_exec *ge);
+/* Node count, and graph-pool bytes held (the blocks of its allocation nodes). */
+GRT_API grt_status grt_graph_exec_info(grt_graph_exec *ge, size_t *nodes, uint64_t *pool_bytes);
+
+/* Allocation node: legal only while s captures (GRT_ERR_STATE otherwise).
+ * *out is fixed for the graph's lifetime. GRT_ERR_OOM / GRT_ERR_SIZE from the device. */
+GRT_API grt_status grt_stream_malloc_async_graph(grt_stream *s, uint64_t size, grt_devptr *out);
+/* Free node for an address of an allocation node of the same capture:
+ * GRT_ERR_UNKNOWN_POINTER otherwise, GRT_ERR_DOUBLE_FREE if freed in it already. */
+GRT_API grt_status grt_stream_free_async_graph(grt_stream *s, grt_devptr ptr);
+
+/* cudaMalloc / cudaFree through the runtime: the synchronous device calls the
+ * capture modes restrict (see above); otherwise grt_device_malloc / free. */
+GRT_API grt_status grt_exec_device_malloc(grt_exec *exec, uint64_t size, grt_devptr *out);
+GRT_API grt_status grt_exec_device_free(grt_exec *exec, grt_devptr ptr);
+
 /* ---- hooks for the stream-ordered allocator (issue 4) ----------------------------
  * Callback-shaped: the allocator layer sits below exec and sees streams only as
  * grt_stream_id and events as void *. ctx is the grt_exec. */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_impl.h"
+#include "exec/graph_impl.h"
 
 static grt_status ev_check(grt_event *ev) {
   return ev && ev->magic == GRT__EVENT_MAGIC ? GRT_OK : GRT_ERR_INVALID_ARG;
@@ -76,6 +76,11 @@ grt_status grt_event_record(grt_event *ev, grt_stream *s) {
     pthread_mutex_unlock(&exec->lock);
     return GRT_ERR_DESTROYED;
   }
+  if (s->cap) { /* a captured event: it snapshots the capture's frontier, not stream work */
+    st = grt__graph_capture_record(ev, s);
+    pthread_mutex_unlock(&exec->lock);
+    return st;
+  }
   grt__op *op = grt__op_alloc(exec, s, GRT__OP_RECORD);
   if (!op) {
     pthread_mutex_unlock(&exec->lock);
@@ -96,15 +101,25 @@ grt_status grt_event_record(grt_event *ev, grt_stream *s) {
     ev->stream = old_stream;
     ev->seq = old_seq;
     ev->src_uid = old_uid;
+  } else if (ev->cap) { /* recorded outside its capture now: no longer a captured event */
+    ev->cap = NULL;
+    grt__graph_idx_free(&ev->cap_nodes);
   }
   pthread_mutex_unlock(&exec->lock);
   return st;
 }
 
+/* Query or sync of a captured event invalidates its capture. Lock held. */
+static grt_status captured(grt_event *ev) {
+  if (!ev->cap) return GRT_OK;
+  grt__graph_invalidate(ev->cap);
+  return GRT_ERR_CAPTURE;
+}
+
 grt_status grt_event_query(grt_event *ev) {
   grt_status st = ev_lock(ev);
   if (st) return st;
-  st = grt__query_seq(ev->exec, ev->stream, ev->seq);
+  if (!(st = captured(ev))) st = grt__query_seq(ev->exec, ev->stream, ev->seq);
   pthread_mutex_unlock(&ev->exec->lock);
   return st;
 }
@@ -126,7 +141,8 @@ grt_status grt_event_synchronize(grt_event *ev) {
   grt_exec *exec = ev->exec;
   if (grt__in_body(exec)) st = GRT_ERR_NOT_PERMITTED;
   else if (exec->error) st = exec->error;
-  else if (ev->stream) {
+  else if ((st = captured(ev))) {
+  } else if (ev->stream) {
     snap t = {ev->stream, ev->seq}; /* the snapshot at call time */
     st = grt__wait(exec, snap_done, &t, !(ev->flags & GRT_EVENT_BLOCKING_SYNC), false);
   }
@@ -141,7 +157,10 @@ grt_status grt_event_elapsed_ns(grt_event *start, grt_event *end, int64_t *ns) {
   grt_exec *exec = start->exec;
   pthread_mutex_lock(&exec->lock);
   if (start->destroyed || end->destroyed) st = GRT_ERR_DESTROYED;
-  else if (!start->stream || !end->stream) st = GRT_ERR_STATE;
+  else if (start->cap || end->cap) {
+    st = captured(start) ? GRT_ERR_CAPTURE : GRT_OK;
+    if (captured(end)) st = GRT_ERR_CAPTURE;
+  } else if (!start->stream || !end->stream) st = GRT_ERR_STATE;
   else if ((start->flags | end->flags) & GRT_EVENT_DISABLE_TIMING) st = GRT_ERR_NOT_PERMITTED;
   else if (grt__done(start->stream) < start->seq || grt__done(end->stream) < end->seq) st = GRT_ERR_NOT_READY;
   else if (!start->time_valid || !end->time_valid) st = GRT_ERR_STATE; /* cancelled by a sticky error */

@@ -192,7 +192,8 @@ grt_status grt_exec_destroy(grt_exec *exec) {
   pthread_mutex_lock(&exec->lock);
   grt_status st = GRT_OK;
   if (grt__in_body(exec)) st = GRT_ERR_NOT_PERMITTED;
-  else if (exec->live_streams || exec->live_events || exec->live_uevs) st = GRT_ERR_BUSY;
+  else if (exec->live_streams || exec->live_events || exec->live_uevs || exec->live_graphs || exec->live_gexecs)
+    st = GRT_ERR_BUSY;
   if (!st && exec->own_device) {
     grt_device_stats ds;
     pthread_mutex_unlock(&exec->lock); /* never hold the exec lock into the device lock */
@@ -210,6 +211,7 @@ grt_status grt_exec_destroy(grt_exec *exec) {
   pthread_mutex_unlock(&exec->lock);
   if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__threads_stop(exec);
   else grt__virtual_free(exec);
+  grt__graph_free_all(exec); /* before the events and streams it unhooks */
   free_objects(exec);
   grt__timeline_free(exec);
   grt__u64map_free(&exec->per_thread);
@@ -238,7 +240,8 @@ grt_status grt_exec_get_clock(grt_exec *exec, grt_clock_kind *out) {
 grt_status grt_exec_synchronize(grt_exec *exec) {
   if (!exec || exec->magic != GRT__EXEC_MAGIC) return GRT_ERR_INVALID_ARG;
   pthread_mutex_lock(&exec->lock);
-  grt_status st = grt__in_body(exec) ? GRT_ERR_NOT_PERMITTED : grt__wait(exec, all_done, NULL, true, false);
+  grt_status st = grt__in_body(exec) ? GRT_ERR_NOT_PERMITTED : grt__graph_device_sync_check(exec);
+  if (!st) st = grt__wait(exec, all_done, NULL, true, false);
   pthread_mutex_unlock(&exec->lock);
   return st;
 }

@@ -49,8 +49,19 @@ typedef enum grt__op_kind {
   GRT__OP_RECORD,     /* event record marker */
   GRT__OP_WAIT,       /* marker carrying the deps of a stream_wait_event */
   GRT__OP_UEV_SIGNAL, /* marker: user event value = max(value, v) */
-  GRT__OP_UEV_WAIT    /* marker: blocked until user event value >= v */
+  GRT__OP_UEV_WAIT,   /* marker: blocked until user event value >= v */
+  GRT__OP_GRAPH,      /* a graph launch: its nodes run, then it completes (graph_exec.c) */
+  GRT__OP_GALLOC,     /* graph allocation node (marker) */
+  GRT__OP_GFREE       /* graph free node (marker) */
 } grt__op_kind;
+
+/* Graphs (graph_impl.h has the rest). */
+typedef struct grt__capture grt__capture;
+typedef struct grt__gbody grt__gbody;
+typedef struct grt__idxvec {
+  uint32_t *v;
+  uint32_t n, cap;
+} grt__idxvec;
 
 typedef enum grt__op_state { GRT__QUEUED, GRT__READY, GRT__RUNNING } grt__op_state;
 
@@ -82,7 +93,10 @@ struct grt__op {
     struct { grt_devptr dev; grt_devptr dev2; void *host; uint64_t bytes; int value; } mem;
     struct { grt_event *event; uint64_t gen; } rec;
     struct { grt_user_event *uev; uint64_t value; } uev;
+    struct { grt__gbody *body; grt_graph_exec *ge; uint32_t left, running; } graph; /* GRT__OP_GRAPH */
   } u;
+  grt__op *gparent; /* a graph node's launch op; NULL for eager ops */
+  uint32_t gindex;  /* a graph node's index in its body */
   grt_user_event *wait_uev; /* a blocked host function: what it waits on */
   uint64_t wait_value;
   char name[GRT__OP_NAME_MAX]; /* user-given kernel name; empty: derived from kind and object */
@@ -109,6 +123,8 @@ struct grt_stream {
   grt_stream *waiters; /* streams whose head waits on this one */
   grt_stream *eval_next; bool in_eval; /* re-evaluation worklist */
   grt_stream *all_next;
+  grt__capture *cap;     /* the capture it records into; NULL: not capturing */
+  grt__idxvec cap_front; /* capturing: the nodes its next captured op depends on */
 };
 
 struct grt_event {
@@ -122,6 +138,8 @@ struct grt_event {
   uint64_t time_ns;
   bool time_valid; /* time_ns belongs to the current record */
   grt_event *all_next;
+  grt__capture *cap;     /* last recorded inside this capture (a captured event); NULL: not */
+  grt__idxvec cap_nodes; /* captured event: the nodes its record snapshots */
 };
 
 struct grt_user_event {
@@ -215,6 +233,12 @@ struct grt_exec {
   unsigned cb_depth; /* bodies running on the driver thread */
   grt__op *cb_op;    /* the body running on the driver thread */
 
+  /* graphs (graph*.c) */
+  grt__capture *captures;     /* captures in progress */
+  struct grt_graph *graphs;   /* every graph ever made (zombies too) */
+  struct grt_graph_exec *gexecs;
+  unsigned live_graphs, live_gexecs;
+
   /* timeline */
   grt__trace_rec *trace;
   size_t trace_n, trace_cap;
@@ -252,6 +276,9 @@ void grt__sched_drain(grt_exec *exec);
 grt__op *grt__engine_pop(grt_exec *exec, unsigned engine);
 void grt__sched_start(grt_exec *exec, grt__op *op, unsigned slot, uint64_t now);
 void grt__sched_complete(grt_exec *exec, grt__op *op, uint64_t now);
+void grt__sched_ready(grt_exec *exec, grt__op *op);         /* into its engine's ready queue */
+void grt__rq_remove(grt_exec *exec, grt__op *op);           /* out of it */
+void grt__sched_release_engine(grt_exec *exec, grt__op *op); /* a running op leaves its slot */
 grt_status grt__run_body(grt_exec *exec, grt__op *op); /* lock NOT held */
 void grt__wake_uev(grt_exec *exec, grt_user_event *u);
 void grt__notify_hosts(grt_exec *exec); /* wakes host threads in waits (deferred while a worker completes) */
@@ -284,6 +311,25 @@ void grt__virtual_free(grt_exec *exec);
 bool grt__detect_deadlock(grt_exec *exec);
 /* Text for "no cycle, but the waiting host thread can't be released" (virtual). */
 void grt__describe_host_stall(grt_exec *exec, char *buf, size_t n);
+
+/* graph*.c (graph_impl.h for the rest) */
+grt_status grt__graph_capture_submit(grt__op *op); /* lock held; op issued to a capturing stream */
+grt_status grt__graph_legacy_check(grt_exec *exec, grt_stream *s); /* lock held; legacy use during capture */
+grt_status grt__graph_capture_record(grt_event *ev, grt_stream *s); /* lock held; s captures */
+grt_status grt__graph_capture_wait(grt_stream *s, grt_event *ev);   /* lock held; s captures or ev is captured */
+void grt__graph_invalidate(grt__capture *c);                        /* lock held */
+grt_status grt__graph_device_sync_check(grt_exec *exec);            /* lock held; invalidates every capture */
+void grt__graph_expand(grt_exec *exec, grt__op *op, uint64_t now); /* lock held; a launch became ready */
+void grt__graph_node_complete(grt_exec *exec, grt__op *node, uint64_t now); /* lock held */
+bool grt__graph_cancel(grt_exec *exec, grt__op *op); /* lock held; true: op dropped */
+void grt__graph_launch_release(grt_exec *exec, grt__op *op); /* lock held; a launch op goes */
+void grt__graph_free_all(grt_exec *exec);              /* exec destroy */
+/* Threads: a worker that ran node's body may run the returned node next
+ * without the lock (NULL: none); grt__graph_chain_done (lock held) then
+ * accounts for the count nodes first .. last (exclusive) before last
+ * completes normally. */
+grt__op *grt__graph_chain_next(grt__op *node);
+void grt__graph_chain_done(grt_exec *exec, grt__op *first, grt__op *last, uint32_t count);
 
 /* timeline.c */
 void grt__trace_op(grt_exec *exec, const grt__op *op); /* lock held */

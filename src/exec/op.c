@@ -2,7 +2,7 @@
  * public enqueue functions (kernels, copies, memset, host functions).
  *
  * Every op reaches its stream through grt__submit, the single choke point where
- * stream capture (issue 7) will divert ops into a graph instead of running
+ * stream capture (graph_capture.c) diverts ops into a graph instead of running
  * them. Arguments are validated before anything changes; device ranges are
  * checked against the device (outside the exec lock) when issued, and again by
  * the body when it runs.
@@ -28,6 +28,7 @@ grt__op *grt__op_alloc(grt_exec *exec, grt_stream *s, uint8_t kind) {
   exec->free_ops = op->next;
   memset(op, 0, offsetof(grt__op, u)); /* the union and tail are set by the issuer */
   op->wait_uev = NULL;
+  op->gparent = NULL;
   op->name[0] = '\0';
   op->stream = s;
   op->kind = kind;
@@ -39,6 +40,7 @@ grt__op *grt__op_alloc(grt_exec *exec, grt_stream *s, uint8_t kind) {
 
 void grt__op_free(grt_exec *exec, grt__op *op) {
   if (op->deps != &op->inline_dep) free(op->deps);
+  if (op->kind == GRT__OP_GRAPH && op->u.graph.body) grt__graph_launch_release(exec, op);
   op->next = exec->free_ops;
   exec->free_ops = op;
 }
@@ -94,7 +96,16 @@ static bool add_legacy_deps(grt_exec *exec, grt_stream *s, grt__op *op) {
 grt_status grt__submit_ex(grt__op *op, uint64_t *seq_out, uint64_t *uid_out) {
   grt_stream *s = op->stream;
   grt_exec *exec = s->exec;
-  /* Issue 7 hook: a capturing stream would hand op to its graph here. */
+  /* Stream capture (graph_capture.c): legacy-stream use while a blocking
+   * stream captures is illegal; a capturing stream's op becomes a graph node. */
+  grt_status st = grt__graph_legacy_check(exec, s);
+  if (st || s->cap) {
+    if (st) {
+      grt__op_free(exec, op);
+      return st;
+    }
+    return grt__graph_capture_submit(op);
+  }
   if (!add_legacy_deps(exec, s, op)) {
     grt__op_free(exec, op);
     return GRT_ERR_NOMEM;

@@ -59,7 +59,9 @@ static void rq_push(grt_exec *exec, grt__op *op) {
   if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__threads_kick(exec, op->engine);
 }
 
-static void rq_remove(grt_exec *exec, grt__op *op) {
+void grt__sched_ready(grt_exec *exec, grt__op *op) { rq_push(exec, op); }
+
+void grt__rq_remove(grt_exec *exec, grt__op *op) {
   grt__engine *e = &exec->engines[op->engine];
   grt__op *prev = NULL;
   for (grt__op *o = e->rq_head; o; prev = o, o = o->rnext) {
@@ -134,6 +136,10 @@ static void eval_one(grt_exec *exec, grt_stream *s) {
       return;
     }
     uint64_t now = grt__exec_now(exec);
+    if (op->kind == GRT__OP_GRAPH) { /* its nodes take over; it completes with the last */
+      grt__graph_expand(exec, op, now);
+      continue;
+    }
     op->start_ns = now;
     marker_effect(exec, op, now);
     grt__sched_complete(exec, op, now);
@@ -188,16 +194,23 @@ static void wake_stream_waiters(grt_exec *exec, grt_stream *s, uint64_t done) {
   }
 }
 
+void grt__sched_release_engine(grt_exec *exec, grt__op *op) {
+  if (op->engine == GRT__ENGINE_NONE || op->state != GRT__RUNNING) return;
+  grt__engine *e = &exec->engines[op->engine];
+  e->busy--;
+  if (op->slot < 64) e->slot_mask &= ~(1ull << op->slot);
+  exec->running--;
+  if (exec->cfg.clock == GRT_CLOCK_THREADS && e->rq_head) grt__threads_kick(exec, op->engine);
+}
+
 void grt__sched_complete(grt_exec *exec, grt__op *op, uint64_t now) {
+  if (op->gparent) { /* a graph node: counts down its launch instead of advancing a stream */
+    grt__graph_node_complete(exec, op, now);
+    return;
+  }
   grt_stream *s = op->stream;
   op->end_ns = now;
-  if (op->engine != GRT__ENGINE_NONE && op->state == GRT__RUNNING) {
-    grt__engine *e = &exec->engines[op->engine];
-    e->busy--;
-    if (op->slot < 64) e->slot_mask &= ~(1ull << op->slot);
-    exec->running--;
-    if (exec->cfg.clock == GRT_CLOCK_THREADS && e->rq_head) grt__threads_kick(exec, op->engine);
-  }
+  grt__sched_release_engine(exec, op);
   grt__trace_op(exec, op);
   s->head = op->next;
   if (!s->head) s->tail = NULL;
@@ -250,10 +263,12 @@ grt_status grt__run_body(grt_exec *exec, grt__op *op) {
 void grt__cancel_all(grt_exec *exec) {
   for (grt_stream *s = exec->streams; s; s = s->all_next) {
     grt__op *keep = s->head && s->head->state == GRT__RUNNING ? s->head : NULL;
+    /* A running graph launch is kept only while some of its nodes run. */
+    if (keep && keep->kind == GRT__OP_GRAPH && grt__graph_cancel(exec, keep)) keep = NULL;
     grt__op *op = keep ? keep->next : s->head;
     while (op) {
       grt__op *next = op->next;
-      if (op->state == GRT__READY) rq_remove(exec, op);
+      if (op->state == GRT__READY) grt__rq_remove(exec, op);
       if (op->kind == GRT__OP_UEV_SIGNAL) op->u.uev.uev->pending_signals--;
       exec->pending_ops--;
       grt__op_free(exec, op);

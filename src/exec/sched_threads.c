@@ -47,6 +47,32 @@ static void send_deferred(grt_exec *exec, const deferred *d) {
   if (d->notify) pthread_cond_broadcast(&exec->done_cv);
 }
 
+/* Runs graph nodes after op, each the private successor of the one before
+ * (grt__graph_chain_next), on this worker's slot, without the lock; returns
+ * the last one run. Clocks are read only for durations and timelines. The
+ * bounds (CHAIN_MAX nodes, CHAIN_NS of modelled time) keep priority and sticky
+ * errors in force: then the worker takes the lock, and the next node goes
+ * through the ready queue like any op. */
+#define CHAIN_MAX 256
+#define CHAIN_NS 100000
+static grt__op *run_chain(grt_exec *exec, grt__worker *w, grt__op *op, grt_status *st, uint32_t *count) {
+  bool timed = exec->cfg.record_timeline;
+  uint64_t modelled = op->duration_ns;
+  grt__op *nx;
+  *count = 0;
+  for (unsigned k = 0; k < CHAIN_MAX && modelled < CHAIN_NS && (nx = grt__graph_chain_next(op)); k++) {
+    ++*count;
+    uint64_t t = timed || nx->duration_ns ? grt__mono_ns() - exec->t0_ns : 0;
+    op->end_ns = nx->start_ns = t;
+    w->current = nx; /* read only by this thread (grt__current_op) */
+    op = nx;
+    modelled += op->duration_ns;
+    if (op->duration_ns) sleep_until(exec->t0_ns + t + op->duration_ns);
+    if ((*st = grt__run_body(exec, op))) break;
+  }
+  return op;
+}
+
 static void *worker_main(void *arg) {
   grt__worker *w = arg;
   grt_exec *exec = w->exec;
@@ -67,6 +93,9 @@ static void *worker_main(void *arg) {
     uint64_t start = grt__exec_now(exec);
     grt__sched_start(exec, op, w->slot, start);
     w->current = op;
+    /* A graph node whose successor only it can make ready: run that chain
+     * without the lock while no other work waits for this engine. */
+    bool chain = op->gparent && !e->rq_head;
     deferred d;
     take_deferred(exec, &d);
     pthread_mutex_unlock(&exec->lock);
@@ -78,9 +107,13 @@ static void *worker_main(void *arg) {
     if (notify && op->duration_ns) pthread_cond_broadcast(&exec->done_cv);
     if (op->duration_ns) sleep_until(exec->t0_ns + start + op->duration_ns);
     grt_status st = grt__run_body(exec, op);
+    grt__op *first = op;
+    uint32_t chained = 0;
+    if (chain && !st) op = run_chain(exec, w, op, &st, &chained);
     if (notify && !op->duration_ns) pthread_cond_broadcast(&exec->done_cv);
     pthread_mutex_lock(&exec->lock);
     w->current = NULL;
+    if (first != op) grt__graph_chain_done(exec, first, op, chained);
     if (st) {
       char msg[160];
       snprintf(msg, sizeof msg, "%s on stream '%s': device range no longer valid (%s)", op->name, op->stream->name,

@@ -1,5 +1,8 @@
 /* sched_virtual.c — the virtual clock: a deterministic discrete-event
  * simulation on the same engines and the same scheduling core as threads.
+ * All ops ending at one instant complete before the next dispatch, so ready
+ * work competes by priority exactly (a higher-priority op never loses a slot
+ * to a lower-priority one that became ready at the same time).
  *
  * Time advances only while a host thread waits: the waiting thread becomes the
  * driver, starts every ready op its engine has a free slot for (start = now,
@@ -144,6 +147,9 @@ grt_status grt__virtual_wait(grt_exec *exec, grt__cond_fn cond, void *ctx) {
       break;
     }
     advance_one(exec);
+    /* Everything that ends at this instant completes before anything starts,
+     * so the ops all of them make ready compete by priority (exactly). */
+    while (exec->heap_n && exec->heap[0].t <= exec->now_ns && !exec->error) advance_one(exec);
   }
   leave_driver(exec, outer);
   return st;

@@ -43,6 +43,7 @@ grt_status grt_stream_destroy(grt_stream *s) {
   pthread_mutex_lock(&exec->lock);
   if (s->destroyed) st = GRT_ERR_DESTROYED;
   else if (s->kind != GRT__STREAM_USER) st = GRT_ERR_NOT_PERMITTED;
+  else if (s->cap) st = GRT_ERR_BUSY; /* in a capture until end-capture */
   else {
     s->destroyed = true;
     exec->live_streams--;
@@ -111,6 +112,16 @@ static bool reached(grt_exec *exec, void *ctx) {
   return grt__done(t->s) >= t->seq;
 }
 
+/* Query or sync of a capturing stream invalidates its capture; so does the
+ * legacy stream's while a blocking stream captures. Lock held. */
+static grt_status capture_check(grt_exec *exec, grt_stream *s) {
+  if (s->cap) {
+    grt__graph_invalidate(s->cap);
+    return GRT_ERR_CAPTURE;
+  }
+  return grt__graph_legacy_check(exec, s);
+}
+
 /* Shared by stream and event query: lock held. Not ready under the virtual
  * clock lets the simulation take one step (the host spent time polling). */
 grt_status grt__query_seq(grt_exec *exec, grt_stream *s, uint64_t seq) {
@@ -130,7 +141,8 @@ grt_status grt_stream_query(grt_stream *s) {
   if (st) return st;
   grt_exec *exec = s->exec;
   pthread_mutex_lock(&exec->lock);
-  st = s->destroyed ? GRT_ERR_DESTROYED : grt__query_seq(exec, s, s->issued_seq);
+  if (s->destroyed) st = GRT_ERR_DESTROYED;
+  else if (!(st = capture_check(exec, s))) st = grt__query_seq(exec, s, s->issued_seq);
   pthread_mutex_unlock(&exec->lock);
   return st;
 }
@@ -142,7 +154,8 @@ grt_status grt_stream_synchronize(grt_stream *s) {
   pthread_mutex_lock(&exec->lock);
   if (s->destroyed) st = GRT_ERR_DESTROYED;
   else if (grt__in_body(exec)) st = GRT_ERR_NOT_PERMITTED;
-  else {
+  else if ((st = capture_check(exec, s))) {
+  } else {
     seq_target t = {s, s->issued_seq};
     st = grt__wait(exec, reached, &t, true, false);
   }
@@ -158,6 +171,10 @@ grt_status grt_stream_wait_event(grt_stream *s, grt_event *ev) {
   if ((st = grt__stream_lock(s))) return st;
   grt_exec *exec = s->exec;
   if (ev->destroyed) st = GRT_ERR_DESTROYED;
+  else if ((st = grt__graph_legacy_check(exec, s))) {
+  } else if (s->cap || ev->cap) {
+    st = grt__graph_capture_wait(s, ev); /* fork, join or a capture rule */
+  }
   /* Never recorded, already complete or on s itself: FIFO order already holds. */
   else if (ev->stream && ev->stream != s && grt__done(ev->stream) < ev->seq) {
     grt__op *op = grt__op_alloc(exec, s, GRT__OP_WAIT);

@@ -15,7 +15,8 @@
 #include "exec/exec_impl.h"
 
 static const char *const kind_names[] = {"kernel", "memcpy H2D", "memcpy D2H", "memcpy D2D", "memset",
-                                         "host fn", "record", "wait", "signal", "wait value"};
+                                         "host fn", "record", "wait", "signal", "wait value",
+                                         "graph launch", "graph alloc", "graph free"};
 
 void grt__trace_op(grt_exec *exec, const grt__op *op) {
   if (!exec->cfg.record_timeline) return;

@@ -31,5 +31,7 @@ int grt_demo_emptycache(int argc, char **argv);
 /* Demos (demo_*.c), listed in cmd_demo.c; argv[0] is the demo's name. */
 int grt_demo_streams(int argc, char **argv);
 int grt_demo_staging(int argc, char **argv);
+int grt_demo_graphs(int argc, char **argv);
+int grt_demo_priority(int argc, char **argv);
 
 #endif

@@ -16,6 +16,8 @@ static const demo demos[] = {
     {"streams", "stream/event scenarios: overlap, false serialization, lifetime, deadlock", grt_demo_streams},
     {"staging", "pinned pool + staging pipeline (K in flight, both clocks); stream-ordered pool counters",
      grt_demo_staging},
+    {"graphs", "decode step eager vs graph replay, one graph per batch bucket", grt_demo_graphs},
+    {"priority", "high-priority stream latency under low-priority load, with/without priorities", grt_demo_priority},
     {NULL, NULL, NULL},
 };
 

@@ -1,0 +1,364 @@
+/* graph_capture.c — stream capture: begin/end, ops diverted into a graph,
+ * fork/join through events, memory nodes, and the rules of what is illegal
+ * while a capture is in progress (docs/EXEC.md, "Graphs").
+ *
+ * Invariants (exec lock): a stream is in at most one capture (s->cap); every
+ * member of a capture points back at it; an event with ev->cap set was last
+ * recorded inside that capture, which is still in progress. end-capture (or a
+ * failed one) clears all three kinds of pointer, so no capture state survives
+ * the capture — whether it produced a graph or not. An invalidated capture
+ * stays in progress (its streams refuse ops with GRT_ERR_CAPTURE) until
+ * end-capture reports the error.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/graph_impl.h"
+
+static void invalidate(grt__capture *c) { c->invalid = true; }
+
+static bool add_member(grt__capture *c, grt_stream *s) {
+  if (c->n_members == c->cap_members) {
+    uint32_t cap = c->cap_members ? 2 * c->cap_members : 4;
+    grt_stream **m = realloc(c->members, cap * sizeof *m);
+    if (!m) return false;
+    c->members = m;
+    c->cap_members = cap;
+  }
+  c->members[c->n_members++] = s;
+  s->cap = c;
+  s->cap_front.n = 0;
+  return true;
+}
+
+grt_status grt_stream_begin_capture(grt_stream *s, grt_capture_mode mode) {
+  if (mode != GRT_CAPTURE_GLOBAL && mode != GRT_CAPTURE_THREAD_LOCAL && mode != GRT_CAPTURE_RELAXED)
+    return GRT_ERR_INVALID_ARG;
+  grt_status st = grt__stream_lock(s);
+  if (st) return st;
+  grt_exec *exec = s->exec;
+  grt__capture *c = NULL;
+  if (s == exec->legacy) st = GRT_ERR_NOT_PERMITTED;
+  else if (s->cap) st = GRT_ERR_STATE;
+  else if (!(c = calloc(1, sizeof *c)) || !(c->graph = grt__graph_new(exec)) || !add_member(c, s)) {
+    if (c) {
+      free(c->graph);
+      free(c);
+    }
+    st = GRT_ERR_NOMEM;
+  }
+  if (!st) {
+    c->id = ++exec->next_uid; /* identity only: never reused */
+    c->exec = exec;
+    c->origin = s;
+    c->mode = mode;
+    c->thread = pthread_self();
+    c->pool.refs = 1;
+    c->next = exec->captures;
+    exec->captures = c;
+  }
+  pthread_mutex_unlock(&exec->lock);
+  return st;
+}
+
+/* Marks the ancestors of the origin's frontier; every other member's frontier
+ * must be among them (it joined back). */
+static bool all_joined(grt__capture *c) {
+  grt_graph *g = c->graph;
+  if (c->n_members <= 1) return true;
+  uint8_t *mark = calloc(g->n ? g->n : 1, 1);
+  uint32_t *stack = malloc((g->n ? g->n : 1) * sizeof *stack);
+  bool ok = mark && stack;
+  uint32_t sp = 0;
+  for (uint32_t i = 0; ok && i < c->origin->cap_front.n; i++) {
+    uint32_t x = c->origin->cap_front.v[i];
+    if (!mark[x]) mark[x] = 1, stack[sp++] = x;
+  }
+  while (ok && sp) {
+    const grt__gnode *nd = &g->nodes[stack[--sp]];
+    for (uint32_t k = 0; k < nd->ndeps; k++) {
+      uint32_t d = g->deps[nd->dep_first + k];
+      if (!mark[d]) mark[d] = 1, stack[sp++] = d;
+    }
+  }
+  for (uint32_t m = 1; ok && m < c->n_members; m++) {
+    const grt__idxvec *f = &c->members[m]->cap_front;
+    for (uint32_t i = 0; i < f->n; i++)
+      if (!mark[f->v[i]]) ok = false;
+  }
+  free(mark);
+  free(stack);
+  return ok;
+}
+
+/* Takes c off the exec and every stream and event; lock held. */
+static void detach(grt_exec *exec, grt__capture *c) {
+  for (uint32_t i = 0; i < c->n_members; i++) {
+    c->members[i]->cap = NULL;
+    grt__graph_idx_free(&c->members[i]->cap_front);
+  }
+  for (grt_event *ev = exec->events; ev; ev = ev->all_next)
+    if (ev->cap == c) {
+      ev->cap = NULL;
+      grt__graph_idx_free(&ev->cap_nodes);
+    }
+  for (grt__capture **pp = &exec->captures; *pp; pp = &(*pp)->next)
+    if (*pp == c) {
+      *pp = c->next;
+      break;
+    }
+  free(c->members);
+}
+
+grt_status grt_stream_end_capture(grt_stream *s, grt_graph **graph_out) {
+  if (!graph_out) return GRT_ERR_INVALID_ARG;
+  *graph_out = NULL;
+  grt_status st = grt__stream_check(s);
+  if (st) return st;
+  grt_exec *exec = s->exec;
+  pthread_mutex_lock(&exec->lock); /* not grt__stream_lock: a sticky error must still end the capture */
+  grt__capture *c = s->cap;
+  if (s->destroyed) st = GRT_ERR_DESTROYED;
+  else if (!c || c->origin != s) st = GRT_ERR_STATE;
+  else if (c->mode != GRT_CAPTURE_RELAXED && !pthread_equal(c->thread, pthread_self())) st = GRT_ERR_NOT_PERMITTED;
+  if (st) {
+    pthread_mutex_unlock(&exec->lock);
+    return st;
+  }
+  bool ok = !c->invalid && !exec->error && all_joined(c);
+  detach(exec, c);
+  grt_graph *g = c->graph;
+  grt__gblock *blocks = NULL;
+  uint32_t nblocks = 0;
+  if (ok && c->pool.n && !(g->pool = malloc(sizeof *g->pool))) ok = false;
+  if (ok) {
+    if (c->pool.n) {
+      *g->pool = c->pool;
+      g->pool->refs = 1;
+    }
+    g->all_next = exec->graphs;
+    exec->graphs = g;
+    exec->live_graphs++;
+    *graph_out = g;
+  } else {
+    grt__graph_free_nodes(g);
+    free(g);
+    blocks = c->pool.blocks;
+    nblocks = c->pool.n;
+    st = exec->error ? exec->error : GRT_ERR_CAPTURE;
+  }
+  pthread_mutex_unlock(&exec->lock);
+  free(c);
+  grt__graph_free_blocks(exec->device, blocks, nblocks);
+  return st;
+}
+
+grt_status grt_stream_capture_status(grt_stream *s, grt_capture_status *out) {
+  if (!out) return GRT_ERR_INVALID_ARG;
+  grt_status st = grt__stream_check(s);
+  if (st) return st;
+  pthread_mutex_lock(&s->exec->lock);
+  if (s->destroyed) st = GRT_ERR_DESTROYED;
+  else *out = !s->cap ? GRT_CAPTURE_STATUS_NONE : s->cap->invalid ? GRT_CAPTURE_STATUS_INVALIDATED
+                                                                    : GRT_CAPTURE_STATUS_ACTIVE;
+  pthread_mutex_unlock(&s->exec->lock);
+  return st;
+}
+
+/* Appends a node after s's frontier; s's frontier becomes that node. */
+static grt_status capture_node(grt_stream *s, const grt__op *proto) {
+  grt__capture *c = s->cap;
+  uint32_t idx;
+  if (!grt__graph_add_node(c->graph, proto, &s->cap_front, &idx)) return GRT_ERR_NOMEM;
+  s->cap_front.n = 0;
+  if (grt__graph_idx_push(&s->cap_front, idx)) return GRT_OK;
+  invalidate(c); /* the frontier is lost: the graph can't be trusted */
+  return GRT_ERR_NOMEM;
+}
+
+grt_status grt__graph_capture_submit(grt__op *op) {
+  grt_stream *s = op->stream;
+  grt_exec *exec = s->exec;
+  grt__capture *c = s->cap;
+  grt_status st = GRT_OK;
+  if (c->invalid) st = GRT_ERR_CAPTURE;
+  else if (op->kind == GRT__OP_UEV_SIGNAL || op->kind == GRT__OP_UEV_WAIT || op->kind == GRT__OP_GRAPH) {
+    invalidate(c); /* blocking user events and nested launches are not capturable */
+    st = GRT_ERR_CAPTURE;
+  } else {
+    st = capture_node(s, op);
+  }
+  grt__op_free(exec, op); /* a launch op releases its refs here */
+  return st;
+}
+
+/* Legacy-stream use while a blocking stream captures: CUDA would make the
+ * capturing stream wait on (or be waited on by) the legacy stream. */
+grt_status grt__graph_legacy_check(grt_exec *exec, grt_stream *s) {
+  if (s != exec->legacy || !exec->captures) return GRT_OK;
+  grt_status st = GRT_OK;
+  for (grt__capture *c = exec->captures; c; c = c->next)
+    for (uint32_t i = 0; i < c->n_members; i++)
+      if (!(c->members[i]->flags & GRT_STREAM_NON_BLOCKING)) {
+        invalidate(c);
+        st = GRT_ERR_CAPTURE;
+        break;
+      }
+  return st;
+}
+
+grt_status grt__graph_capture_record(grt_event *ev, grt_stream *s) {
+  grt__capture *c = s->cap;
+  if (c->invalid) return GRT_ERR_CAPTURE;
+  if (!grt__graph_idx_copy(&ev->cap_nodes, &s->cap_front)) return GRT_ERR_NOMEM;
+  ev->cap = c;
+  return GRT_OK;
+}
+
+grt_status grt__graph_capture_wait(grt_stream *s, grt_event *ev) {
+  grt_exec *exec = s->exec;
+  grt__capture *c = ev->cap, *sc = s->cap;
+  if (!c) { /* s captures; ev was recorded outside: only "never recorded" is harmless */
+    if (!ev->stream) return GRT_OK;
+    invalidate(sc);
+    return GRT_ERR_CAPTURE;
+  }
+  if (sc && sc != c) { /* would merge two captures */
+    invalidate(sc);
+    invalidate(c);
+    return GRT_ERR_CAPTURE;
+  }
+  if (c->invalid) return GRT_ERR_CAPTURE;
+  if (!sc) { /* fork: s joins the capture */
+    if (s == exec->legacy || s->destroyed) {
+      invalidate(c);
+      return GRT_ERR_CAPTURE;
+    }
+    if (!add_member(c, s)) return GRT_ERR_NOMEM;
+    if (!grt__graph_idx_copy(&s->cap_front, &ev->cap_nodes)) return GRT_ERR_NOMEM;
+    return GRT_OK;
+  }
+  for (uint32_t i = 0; i < ev->cap_nodes.n; i++)
+    if (!grt__graph_idx_push(&s->cap_front, ev->cap_nodes.v[i])) return GRT_ERR_NOMEM;
+  return GRT_OK;
+}
+
+void grt__graph_invalidate(grt__capture *c) { invalidate(c); }
+
+grt_status grt__graph_device_sync_check(grt_exec *exec) {
+  if (!exec->captures) return GRT_OK;
+  for (grt__capture *c = exec->captures; c; c = c->next) invalidate(c);
+  return GRT_ERR_CAPTURE;
+}
+
+/* ---- memory nodes ---------------------------------------------------------- */
+
+/* Locks s's exec and finds its valid capture. */
+static grt_status capture_lock(grt_stream *s, grt__capture **out) {
+  grt_status st = grt__stream_lock(s);
+  if (st) return st;
+  *out = s->cap;
+  st = !s->cap ? GRT_ERR_STATE : s->cap->invalid ? GRT_ERR_CAPTURE : GRT_OK;
+  if (st) pthread_mutex_unlock(&s->exec->lock);
+  return st;
+}
+
+static bool pool_add(grt__gpool *p, grt_devptr ptr, uint64_t size) {
+  if (p->n == p->cap) {
+    uint32_t cap = p->cap ? 2 * p->cap : 8;
+    grt__gblock *b = realloc(p->blocks, cap * sizeof *b);
+    if (!b) return false;
+    p->blocks = b;
+    p->cap = cap;
+  }
+  p->blocks[p->n++] = (grt__gblock){ptr, size, false};
+  p->bytes += size;
+  return true;
+}
+
+static void mem_proto(grt__op *proto, grt_stream *s, uint8_t kind, grt_devptr ptr, uint64_t size) {
+  memset(proto, 0, sizeof *proto);
+  proto->stream = s;
+  proto->kind = kind;
+  proto->engine = GRT__ENGINE_NONE;
+  proto->u.mem.dev = ptr;
+  proto->u.mem.bytes = size;
+  snprintf(proto->name, sizeof proto->name, "%s 0x%llx", kind == GRT__OP_GALLOC ? "graph alloc" : "graph free",
+           (unsigned long long)ptr);
+}
+
+grt_status grt_stream_malloc_async_graph(grt_stream *s, uint64_t size, grt_devptr *out) {
+  if (!out) return GRT_ERR_INVALID_ARG;
+  grt__capture *c;
+  grt_status st = capture_lock(s, &c);
+  if (st) return st;
+  grt_exec *exec = s->exec;
+  uint64_t id = c->id;
+  pthread_mutex_unlock(&exec->lock); /* the device lock is never taken under the exec lock */
+  grt_devptr p;
+  if ((st = grt_device_malloc(exec->device, size, &p))) return st;
+  pthread_mutex_lock(&exec->lock);
+  c = s->cap;
+  if (!c || c->id != id) st = GRT_ERR_STATE; /* the capture ended meanwhile */
+  else if (c->invalid) st = GRT_ERR_CAPTURE;
+  else if (!pool_add(&c->pool, p, size)) st = GRT_ERR_NOMEM;
+  if (!st) {
+    grt__op proto;
+    mem_proto(&proto, s, GRT__OP_GALLOC, p, size);
+    if ((st = capture_node(s, &proto))) c->pool.bytes -= c->pool.blocks[--c->pool.n].size;
+  }
+  pthread_mutex_unlock(&exec->lock);
+  if (st) grt_device_free(exec->device, p);
+  else *out = p;
+  return st;
+}
+
+grt_status grt_stream_free_async_graph(grt_stream *s, grt_devptr ptr) {
+  grt__capture *c;
+  grt_status st = capture_lock(s, &c);
+  if (st) return st;
+  grt__gblock *b = NULL;
+  for (uint32_t i = 0; i < c->pool.n && !b; i++)
+    if (c->pool.blocks[i].ptr == ptr) b = &c->pool.blocks[i];
+  if (!b) st = GRT_ERR_UNKNOWN_POINTER;
+  else if (b->freed_in_graph) st = GRT_ERR_DOUBLE_FREE;
+  else {
+    grt__op proto;
+    mem_proto(&proto, s, GRT__OP_GFREE, ptr, b->size);
+    if (!(st = capture_node(s, &proto))) b->freed_in_graph = true;
+  }
+  pthread_mutex_unlock(&s->exec->lock);
+  return st;
+}
+
+/* ---- synchronous device calls (cudaMalloc / cudaFree) ------------------------ */
+
+/* CUDA's rule for "potentially unsafe" calls: forbidden in a thread with its
+ * own non-relaxed capture, and in any thread while a global capture runs. */
+static grt_status unsafe_call_check(grt_exec *exec) {
+  pthread_t self = pthread_self();
+  grt_status st = GRT_OK;
+  pthread_mutex_lock(&exec->lock);
+  for (grt__capture *c = exec->captures; c; c = c->next) {
+    bool mine = pthread_equal(c->thread, self);
+    if ((mine && c->mode != GRT_CAPTURE_RELAXED) || (!mine && c->mode == GRT_CAPTURE_GLOBAL)) {
+      invalidate(c);
+      st = GRT_ERR_CAPTURE;
+    }
+  }
+  if (!st) st = exec->error;
+  pthread_mutex_unlock(&exec->lock);
+  return st;
+}
+
+grt_status grt_exec_device_malloc(grt_exec *exec, uint64_t size, grt_devptr *out) {
+  if (!exec || exec->magic != GRT__EXEC_MAGIC || !out) return GRT_ERR_INVALID_ARG;
+  grt_status st = unsafe_call_check(exec);
+  return st ? st : grt_device_malloc(exec->device, size, out);
+}
+
+grt_status grt_exec_device_free(grt_exec *exec, grt_devptr ptr) {
+  if (!exec || exec->magic != GRT__EXEC_MAGIC) return GRT_ERR_INVALID_ARG;
+  grt_status st = unsafe_call_check(exec);
+  return st ? st : grt_device_free(exec->device, ptr);
+}
