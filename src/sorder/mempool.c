@@ -292,9 +292,17 @@ static grt_status from_allocator(grt_mempool *p, uint64_t size, grt_stream *s, g
   return grt_alloc_malloc(p->a, size, asid, ptr);
 }
 
+/* During stream capture, stream-ordered allocation becomes graph memory
+ * nodes (fixed addresses every replay), as cudaMallocAsync does in a capture. */
+static int capturing(grt_stream *s) {
+  grt_capture_status cs = GRT_CAPTURE_STATUS_NONE;
+  return grt_stream_capture_status(s, &cs) == GRT_OK && cs != GRT_CAPTURE_STATUS_NONE;
+}
+
 grt_status grt_malloc_async(grt_mempool *p, uint64_t size, grt_stream *s, grt_devptr *out) {
   if (!p || !s || !out) return GRT_ERR_INVALID_ARG;
   if (!size) return GRT_ERR_SIZE;
+  if (capturing(s)) return grt_stream_malloc_async_graph(s, size, out);
   grt_stream_id sid;
   grt_status st = grt_stream_get_id(s, &sid);
   if (st) return st;
@@ -343,6 +351,7 @@ static grt_status live_block(grt_mempool *p, grt_devptr ptr, mp_block **out) {
 
 grt_status grt_free_async(grt_mempool *p, grt_devptr ptr, grt_stream *s) {
   if (!p || !s) return GRT_ERR_INVALID_ARG;
+  if (capturing(s)) return grt_stream_free_async_graph(s, ptr); /* a free node (graph memory only) */
   grt_stream_id sid;
   grt_status st = grt_stream_get_id(s, &sid);
   if (st) return st;
