@@ -284,12 +284,14 @@ static void do_device(state *s, input *in) {
       break;
     case 4:
       st = grt_device_map(s->raw, s->raw_va[v] + 2 * MiB * (take8(in) % 8), 2 * MiB * (take8(in) % 4));
-      CHECK(st == GRT_OK || st == GRT_ERR_INVALID_ARG || st == GRT_ERR_OOM || st == GRT_ERR_FAULT_INJECTED, "map: %s",
+      CHECK(st == GRT_OK || st == GRT_ERR_INVALID_ARG || st == GRT_ERR_SIZE || st == GRT_ERR_OOM ||
+                st == GRT_ERR_FAULT_INJECTED,
+            "map: %s",
             grt_status_name(st));
       break;
     case 5:
       st = grt_device_unmap(s->raw, s->raw_va[v] + 2 * MiB * (take8(in) % 8), 2 * MiB * (take8(in) % 4));
-      CHECK(st == GRT_OK || st == GRT_ERR_INVALID_ARG, "unmap: %s", grt_status_name(st));
+      CHECK(st == GRT_OK || st == GRT_ERR_INVALID_ARG || st == GRT_ERR_SIZE, "unmap: %s", grt_status_name(st));
       break;
     default:
       st = grt_device_release(s->raw, s->raw_va[v] + (k & 0x40 ? 2 * MiB : 0));
@@ -304,7 +306,10 @@ static void do_device(state *s, input *in) {
 static void drain_raw(state *s) {
   for (int v = 0; v < 4; v++) {
     if (!s->raw_va[v]) continue;
-    for (uint64_t p = 0; p < 8; p++) grt_device_unmap(s->raw, s->raw_va[v] + p * 2 * MiB, 2 * MiB);
+    /* whole mappings only: at each page, the one length that unmaps the mapping starting there */
+    for (uint64_t p = 0; p < 8; p++)
+      for (uint64_t n = 1; p + n <= 8; n++)
+        if (grt_device_unmap(s->raw, s->raw_va[v] + p * 2 * MiB, n * 2 * MiB) == GRT_OK) break;
     CHECK(grt_device_release(s->raw, s->raw_va[v]) == GRT_OK, "release after unmapping everything");
   }
   for (int i = 0; i < SLOTS; i++)
