@@ -52,9 +52,9 @@ expect_usage_error "$GPURT" replay "$DATA/rmm_small.csv" --serve 127.0.0.1:0 --c
 "$GPURT" stats "$DATA/rmm_bad_size.csv" >/dev/null 2>&1 && fail "stats accepted a malformed trace"
 echo "ok: usage errors"
 
-# replay --serve: live /metrics mid-replay, then SIGINT stops it cleanly (exit 0).
+# replay --serve: live /metrics mid-replay (7 events at 0.5/s: 14 s), then SIGINT stops it cleanly (exit 0).
 if "$GPURT" serve-demo --help >/dev/null 2>&1; then
-  "$GPURT" replay "$DATA/rmm_small.csv" --serve 127.0.0.1:0 --rate 2 --linger 60 >"$tmp/serve.out" 2>"$tmp/serve.log" &
+  "$GPURT" replay "$DATA/rmm_small.csv" --serve 127.0.0.1:0 --rate 0.5 --linger 60 >"$tmp/serve.out" 2>"$tmp/serve.log" &
   spid=$!
   port=""
   for _ in $(seq 1 100); do
