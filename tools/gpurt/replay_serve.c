@@ -99,8 +99,11 @@ static int serve_loaded(const grt_trace *t, const char *path, const cli_run_opts
     cli_serve_progress p = {grt_replay_allocator(r), info.n_events / 10 ? info.n_events / 10 : 1};
     pace.after_step = cli_serve_progress_step;
     pace.after_ctx = &p;
-    fprintf(stderr, "gpurt: replaying %s (%" PRIu64 " events) at %g events/s\n", cli_basename(path),
-            info.n_events, so.rate);
+    char pace_text[48];
+    if (so.rate > 0) snprintf(pace_text, sizeof pace_text, "%g events/s", so.rate);
+    else snprintf(pace_text, sizeof pace_text, "full speed");
+    fprintf(stderr, "gpurt: replaying %s (%" PRIu64 " events) at %s\n", cli_basename(path), info.n_events,
+            pace_text);
     rc = cli_serve_run("replay", m, &src, &pace, &so);
   }
   grt_metrics_destroy(m); /* the server is stopped: nothing reads the registry any more */
