@@ -2,7 +2,8 @@
  * trace and summarize (peaks, first OOM, device calls, the smallest capacity
  * with zero OOMs). --csv/--json print the per-step series for machines,
  * --html writes a self-contained report, --fidelity scores a PyTorch
- * snapshot replay against the recorded addresses (cmd_fidelity.c). */
+ * snapshot replay against the recorded addresses (cmd_fidelity.c), --serve
+ * replays at a pace while serving live /metrics (replay_serve.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "cli.h"
 #include "replay_run.h"
 #include "replay_util.h"
+#include "serve_run.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -33,7 +35,13 @@ static void usage(FILE *f) {
           "  --json            print the summary and the series as JSON on stdout (no table)\n"
           "  --html FILE       write a self-contained HTML report (plots, segment maps, summary)\n"
           "  --fidelity        PyTorch snapshots: replay with the faithful caching policy from the\n"
-          "                    rebuilt starting state and score the addresses against the recording\n");
+          "                    rebuilt starting state and score the addresses against the recording\n"
+          "  --serve HOST:PORT replay at a pace while serving Prometheus metrics at\n"
+          "                    http://HOST:PORT/metrics (try: curl 127.0.0.1:9400/metrics); needs a gpurt\n"
+          "                    built with libmicrohttpd. Ctrl-C stops.\n"
+          "  --rate N          with --serve: trace events per second (default 500; 0 = as fast as possible)\n"
+          "  --wait-scrape S   with --serve: start only after the first scrape (or S seconds)\n"
+          "  --linger S        with --serve: keep serving S seconds after the replay (default: until Ctrl-C)\n");
 }
 
 static bool parse_placement(const char *s, grt_replay_placement *out) {
@@ -140,6 +148,9 @@ int grt_cmd_replay(int argc, char **argv) {
   const char *path = NULL, *html = NULL;
   bool csv = false, json = false, fidelity = false;
   int search = -1;
+  cli_serve_opts so;
+  cli_serve_opts_default(&so);
+  bool serve = false, serve_only = false; /* --serve; an option that needs it */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool has = i + 1 < argc;
@@ -176,6 +187,13 @@ int grt_cmd_replay(int argc, char **argv) {
       html = argv[++i];
     } else if (!strcmp(a, "--fidelity")) {
       fidelity = true;
+    } else if (!strcmp(a, "--serve") && has) {
+      serve = true;
+      so.listen = argv[++i];
+    } else if ((!strcmp(a, "--rate") || !strcmp(a, "--wait-scrape") || !strcmp(a, "--linger")) && has) {
+      serve_only = true;
+      double *dst = a[2] == 'r' ? &so.rate : a[2] == 'w' ? &so.wait_scrape : &so.linger;
+      if (!cli_parse_seconds("replay", a, argv[++i], dst)) return 2;
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "gpurt replay: unknown option '%s'\n\n", a);
       usage(stderr);
@@ -191,6 +209,15 @@ int grt_cmd_replay(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  if (serve_only && !serve) {
+    fprintf(stderr, "gpurt replay: --rate, --wait-scrape and --linger go with --serve HOST:PORT\n");
+    return 2;
+  }
+  if (serve && (fidelity || csv || json || html)) {
+    fprintf(stderr, "gpurt replay: --serve does not combine with --fidelity, --csv, --json or --html\n");
+    return 2;
+  }
+  if (serve) return cli_replay_serve(path, &o, &so);
   if (fidelity) return cli_fidelity(path, o.device, html);
   o.series = csv || json || html;
   o.search = search;

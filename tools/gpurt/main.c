@@ -7,9 +7,10 @@
 static const grt_cli_command commands[] = {
     {"demo", "teaching demos: `gpurt demo all`, `gpurt demo frag`, ...", grt_cmd_demo},
     {"bench", "allocator benchmarks W1, W2, Demo 1, threads for every allocator", grt_cmd_bench},
-    {"stats", "run a workload, print torch.cuda.memory_summary()-style stats", grt_cmd_stats},
+    {"stats", "replay a trace (or run a workload), print torch.cuda.memory_summary()-style stats", grt_cmd_stats},
     {"serve-demo", "pace a serving day while serving live /metrics", grt_cmd_serve_demo},
-    {"replay", "replay a trace through an allocator: summary, series, fidelity, report", grt_cmd_replay},
+    {"replay", "replay a trace through an allocator: summary, series, fidelity, report, live /metrics",
+     grt_cmd_replay},
     {"compare", "one table across allocator policies and traces", grt_cmd_compare},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

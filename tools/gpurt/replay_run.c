@@ -18,7 +18,7 @@ void cli_run_opts_default(cli_run_opts *o) {
   o->search = -1;
 }
 
-static void make_cfg(const cli_run_opts *o, grt_replay_config *c) {
+void cli_run_config(const cli_run_opts *o, grt_replay_config *c) {
   grt_replay_config_default(c);
   c->policy = o->policy;
   c->alloc_conf = o->conf;
@@ -70,7 +70,7 @@ int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, 
   run->format = grt_trace_format_name(info.format);
   run->n_events = info.n_events;
   grt_replay_config c;
-  make_cfg(o, &c);
+  cli_run_config(o, &c);
   cli_progress prog;
   char label[96];
   snprintf(label, sizeof label, "%s/%s", cli_basename(path), o->policy);
@@ -116,7 +116,7 @@ int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, 
   bool search = o->search == 1 || (o->search == -1 && info.n_events < SEARCH_AUTO_MAX_EVENTS);
   if (search) {
     uint64_t cap = 0, live = 0;
-    make_cfg(o, &c);
+    cli_run_config(o, &c);
     st = grt_replay_min_capacity(t, &c, 0, &cap, &live);
     if (st == GRT_OK && live) {
       run->min_capacity = cap;
@@ -136,7 +136,7 @@ static int stream_run(const char *path, const cli_run_opts *o, cli_run *run) {
   run->format = "native";
   snprintf(run->policy, sizeof run->policy, "%s", o->policy);
   grt_replay_config c;
-  make_cfg(o, &c);
+  cli_run_config(o, &c);
   cli_progress prog;
   cli_progress_init(&prog, cli_basename(path), 0);
   c.on_step = cli_progress_step;

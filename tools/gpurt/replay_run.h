@@ -37,6 +37,8 @@ typedef struct cli_run {
 } cli_run;
 
 void cli_run_opts_default(cli_run_opts *o);
+/* The replay configuration the options describe (no step callback). */
+void cli_run_config(const cli_run_opts *o, grt_replay_config *c);
 /* Loads (or streams) and replays path; prints errors; 0 on success. */
 int cli_run_trace(const char *path, const cli_run_opts *o, cli_run *run);
 /* Replays an already loaded trace. */
@@ -47,6 +49,10 @@ void cli_print_summary(const cli_run *run);
 void cli_print_summary_json(const cli_run *run, bool with_series);
 /* Writes the HTML report of n runs (cmd_html.c); 0 on success. */
 int cli_write_html(const char *file, const char *title, const cli_run *runs, size_t n);
+/* `gpurt replay TRACE --serve` (replay_serve.c): replays path at a pace
+ * while serving live /metrics; `so` is a cli_serve_opts (serve_run.h). */
+struct cli_serve_opts;
+int cli_replay_serve(const char *path, const cli_run_opts *o, const struct cli_serve_opts *so);
 /* `gpurt replay --fidelity` (cmd_fidelity.c). */
 int cli_fidelity(const char *path, int device, const char *html);
 
