@@ -7,32 +7,27 @@
  * a stream always lands on the same shard. Only the OOM path differs: a
  * shard releases its own cache, not the other shards'.
  *
- * free() does not know the stream, so a striped map (64 stripes, each with its
- * own mutex) remembers which shard owns each live pointer. Lock order: stripe,
- * then shard (malloc takes the shard alone, then the stripe alone), so frees
- * and mallocs never wait on each other in a cycle; the stripe entry is removed
- * while its lock is held across the shard free, so a pointer handed out again
- * by the shard cannot be claimed by the old entry.
+ * free() does not know the stream. Each shard recognizes its own addresses
+ * (they lie in its segments): a shard that does not returns
+ * GRT_ERR_UNKNOWN_POINTER and the next is asked. A thread-local hint — the
+ * shard this thread last allocated from — is asked first, so a thread freeing
+ * what it allocated touches only its own shard's lock and cache lines. The
+ * hint is only an ordering of the search: a stale one costs a miss, never a
+ * wrong answer.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc/allocator_impl.h"
-#include "base/u64map.h"
-
-#define STRIPES 64
-
-typedef struct stripe {
-  _Alignas(64) pthread_mutex_t lock; /* one cache line per stripe: no false sharing */
-  grt__u64map owner;                 /* ptr -> shard index + 1 */
-} stripe;
 
 typedef struct sharded {
   unsigned n;
   grt_allocator **shard;
-  stripe stripes[STRIPES];
 } sharded;
+
+static _Thread_local const sharded *tl_owner; /* the hint: which sharded allocator... */
+static _Thread_local unsigned tl_shard;         /* ...and which of its shards this thread used last */
 
 static unsigned mix(uint64_t x, unsigned n) {
   x ^= x >> 31;
@@ -41,29 +36,18 @@ static unsigned mix(uint64_t x, unsigned n) {
   return (unsigned)(x % n);
 }
 
-static stripe *stripe_of(sharded *s, grt_devptr p) { return &s->stripes[mix(p >> 9, STRIPES)]; }
-
 static void sharded_destroy(grt_allocator *a) {
   sharded *s = a->impl;
   for (unsigned i = 0; i < s->n; i++) grt_alloc_destroy(s->shard[i]);
-  for (int i = 0; i < STRIPES; i++) {
-    pthread_mutex_destroy(&s->stripes[i].lock);
-    grt__u64map_free(&s->stripes[i].owner);
-  }
   free(s->shard);
   free(s);
 }
 
 static grt_status sharded_create(grt_allocator *a) {
-  sharded *s = aligned_alloc(64, (sizeof *s + 63) / 64 * 64);
-  if (s) memset(s, 0, sizeof *s);
+  sharded *s = calloc(1, sizeof *s);
   if (!s) return GRT_ERR_NOMEM;
   s->n = a->cfg.shards ? a->cfg.shards : 2;
   s->shard = calloc(s->n, sizeof *s->shard);
-  for (int i = 0; i < STRIPES; i++) {
-    pthread_mutex_init(&s->stripes[i].lock, NULL);
-    grt__u64map_init(&s->stripes[i].owner);
-  }
   a->impl = s;
   if (!s->shard) {
     sharded_destroy(a);
@@ -96,42 +80,22 @@ static grt_status sharded_malloc(grt_allocator *a, uint64_t size, grt_stream_id 
   unsigned i = mix(stream, s->n);
   grt_status st = grt_alloc_malloc(s->shard[i], size, stream, out);
   if (st) return report(a, s->shard[i], st);
-  stripe *sp = stripe_of(s, *out);
-  pthread_mutex_lock(&sp->lock);
-  int ok = grt__u64map_put(&sp->owner, *out, (void *)(uintptr_t)(i + 1));
-  pthread_mutex_unlock(&sp->lock);
-  if (!ok) {
-    grt_alloc_free(s->shard[i], *out);
-    return GRT_ERR_NOMEM;
-  }
+  tl_owner = s;
+  tl_shard = i;
   return GRT_OK;
 }
 
-/* Not a live pointer of any shard: the first shard that recognizes it classifies it. */
-static grt_status classify(grt_allocator *a, grt_devptr ptr) {
+/* Runs fn on shards, the hinted one first, until one recognizes ptr. */
+static grt_status on_owner(grt_allocator *a, grt_devptr ptr, grt_status (*fn)(grt_allocator *, grt_devptr, void *),
+                           void *arg) {
   sharded *s = a->impl;
-  uint64_t size, req;
-  for (unsigned i = 0; i < s->n; i++) {
-    grt_status st = grt_alloc_block_info(s->shard[i], ptr, &size, &req);
-    if (st != GRT_ERR_UNKNOWN_POINTER) return report(a, s->shard[i], st == GRT_OK ? GRT_ERR_INTERNAL : st);
+  unsigned first = tl_owner == s && tl_shard < s->n ? tl_shard : 0;
+  for (unsigned k = 0; k < s->n; k++) {
+    unsigned i = (first + k) % s->n;
+    grt_status st = fn(s->shard[i], ptr, arg);
+    if (st != GRT_ERR_UNKNOWN_POINTER) return report(a, s->shard[i], st);
   }
-  return report(a, s->shard[0], GRT_ERR_UNKNOWN_POINTER);
-}
-
-/* Runs fn on the owning shard with the stripe held; remove drops the entry on success. */
-static grt_status on_owner(grt_allocator *a, grt_devptr ptr, int remove,
-                           grt_status (*fn)(grt_allocator *, grt_devptr, void *), void *arg) {
-  sharded *s = a->impl;
-  stripe *sp = stripe_of(s, ptr);
-  pthread_mutex_lock(&sp->lock);
-  uintptr_t owner = (uintptr_t)grt__u64map_get(&sp->owner, ptr);
-  grt_status st = GRT_ERR_NOT_FOUND;
-  if (owner) {
-    st = report(a, s->shard[owner - 1], fn(s->shard[owner - 1], ptr, arg));
-    if (st == GRT_OK && remove) grt__u64map_del(&sp->owner, ptr);
-  }
-  pthread_mutex_unlock(&sp->lock);
-  return owner ? st : classify(a, ptr);
+  return report(a, s->shard[first], GRT_ERR_UNKNOWN_POINTER);
 }
 
 static grt_status do_free(grt_allocator *shard, grt_devptr ptr, void *arg) {
@@ -146,15 +110,15 @@ static grt_status do_info(grt_allocator *shard, grt_devptr ptr, void *arg) {
   return grt_alloc_block_info(shard, ptr, &out[0], &out[1]);
 }
 
-static grt_status sharded_free(grt_allocator *a, grt_devptr ptr) { return on_owner(a, ptr, 1, do_free, NULL); }
+static grt_status sharded_free(grt_allocator *a, grt_devptr ptr) { return on_owner(a, ptr, do_free, NULL); }
 
 static grt_status sharded_record_stream(grt_allocator *a, grt_devptr ptr, grt_stream_id stream) {
-  return on_owner(a, ptr, 0, do_record, &stream);
+  return on_owner(a, ptr, do_record, &stream);
 }
 
 static grt_status sharded_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size, uint64_t *requested) {
   uint64_t out[2];
-  grt_status st = on_owner(a, ptr, 0, do_info, out);
+  grt_status st = on_owner(a, ptr, do_info, out);
   if (st == GRT_OK) *size = out[0], *requested = out[1];
   return st;
 }
@@ -235,23 +199,9 @@ static grt_status sharded_snapshot(grt_allocator *a, grt_alloc_snapshot *out) {
 
 static grt_status sharded_check(grt_allocator *a, char *msg, size_t msg_size) {
   sharded *s = a->impl;
-  int64_t live = 0;
   for (unsigned i = 0; i < s->n; i++) {
     grt_status st = grt_alloc_check(s->shard[i], msg, msg_size);
     if (st) return st;
-    grt_alloc_stats t;
-    grt_alloc_get_stats(s->shard[i], &t);
-    live += t.allocation[GRT_STAT_ALL].current;
-  }
-  size_t owned = 0;
-  for (int i = 0; i < STRIPES; i++) {
-    pthread_mutex_lock(&s->stripes[i].lock);
-    owned += s->stripes[i].owner.count;
-    pthread_mutex_unlock(&s->stripes[i].lock);
-  }
-  if ((int64_t)owned != live) {
-    snprintf(msg, msg_size, "sharded: %zu owner entries but %lld live allocations", owned, (long long)live);
-    return GRT_ERR_INTERNAL;
   }
   return GRT_OK;
 }
