@@ -374,7 +374,7 @@ static void set_oom_message(grt_allocator *a, const params *p) {
 
 static grt_status caching_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out) {
   caching *c = a->impl;
-  grt__caching_process_events(a);
+  if (c->n_events) grt__caching_process_events(a); /* no call when nothing is pending */
   params p;
   p.requested = size;
   p.size = grt_alloc_round_size(&a->cfg, size);
