@@ -61,9 +61,20 @@ void grt__alloc_set_error(grt_allocator *a, const char *fmt, ...)
     ;
 
 /* ---- stats helpers (stats.c): PyTorch's update_stat over the selected types ---- */
-void grt__stat_update(grt_stat *s, int64_t amount);
+/* Inline (the caching policy's malloc/free make about ten of these each) and
+ * branch-free, so a constant amount folds to two adds and a max. */
+static inline void grt__stat_update(grt_stat *s, int64_t amount) {
+  int64_t cur = s->current + amount;
+  s->current = cur;
+  s->peak = cur > s->peak ? cur : s->peak;
+  s->allocated += amount > 0 ? amount : 0;
+  s->freed += amount < 0 ? -amount : 0;
+}
 /* Updates stat[ALL] and stat[pool] (pool = GRT_STAT_SMALL_POOL or GRT_STAT_LARGE_POOL). */
-void grt__stat_update2(grt_stat *arr, int pool, int64_t amount);
+static inline void grt__stat_update2(grt_stat *arr, int pool, int64_t amount) {
+  grt__stat_update(&arr[GRT_STAT_ALL], amount);
+  grt__stat_update(&arr[pool], amount);
+}
 void grt__stats_reset_peaks(grt_alloc_stats *st);
 
 /* The snapshot's segment totals, from its blocks. */

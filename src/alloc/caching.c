@@ -39,8 +39,9 @@ void grt__cblock_release(caching *c, cblock *b) {
 
 /* ---- pools: one bins set per stream ---- */
 
-grt__bins *grt__pool_bins(cpool *p, grt_stream_id stream, int create) {
+grt__bins *grt__pool_bins_lookup(cpool *p, grt_stream_id stream, int create) {
   grt__bins *b = grt__u64map_get(&p->bins, stream);
+  if (b) p->last_bins = b, p->last_stream = stream;
   if (b || !create) return b;
   if (p->n_streams == p->cap_streams) {
     size_t cap = p->cap_streams ? p->cap_streams * 2 : 4;
@@ -61,21 +62,9 @@ grt__bins *grt__pool_bins(cpool *p, grt_stream_id stream, int create) {
   }
   p->streams[i] = stream;
   p->n_streams++;
+  p->last_bins = b;
+  p->last_stream = stream;
   return b;
-}
-
-grt_status grt__pool_insert(cpool *p, cblock *b) {
-  grt__bins *bins = grt__pool_bins(p, b->stream, 1);
-  if (!bins) return GRT_ERR_NOMEM;
-  b->gc_base = p->get_free_calls;
-  b->idle_since = p->cycle;
-  return grt__bins_insert(bins, b->size, b->ptr, b);
-}
-
-void grt__pool_erase(cpool *p, cblock *b) {
-  grt__bins *bins = grt__pool_bins(p, b->stream, 0);
-  int found = bins && grt__bins_erase(bins, b->size, b->ptr);
-  (void)found;
 }
 
 static grt_status pool_init(cpool *p, int stat_type) {
@@ -385,7 +374,7 @@ static void set_oom_message(grt_allocator *a, const params *p) {
 
 static grt_status caching_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out) {
   caching *c = a->impl;
-  grt__caching_process_events(a);
+  if (c->n_events) grt__caching_process_events(a); /* no call when nothing is pending */
   params p;
   p.requested = size;
   p.size = grt_alloc_round_size(&a->cfg, size);

@@ -29,6 +29,8 @@ struct cpool {
   uint64_t get_free_calls;   /* garbage collection's clock */
   uint64_t cycle;            /* empty_cache calls so far (the idle-cycles policy's clock) */
   grt__bins *unmapped;       /* expandable mode: unmapped blocks keyed (stream, address) */
+  grt__bins *last_bins;      /* the bins last looked up (NULL: none yet); a pool's bins live until */
+  grt_stream_id last_stream; /* the pool is freed, so this cache never goes stale */
 };
 
 struct cseg {
@@ -85,9 +87,24 @@ static inline int cblock_is_free(const cblock *b) { return !b->allocated && b->e
 /* caching.c */
 cblock *grt__cblock_new(caching *c);
 void grt__cblock_release(caching *c, cblock *b);
-grt__bins *grt__pool_bins(cpool *p, grt_stream_id stream, int create);
-grt_status grt__pool_insert(cpool *p, cblock *b);
-void grt__pool_erase(cpool *p, cblock *b);
+/* The pool's bins for the stream (created if asked), through the one-entry cache. */
+grt__bins *grt__pool_bins_lookup(cpool *p, grt_stream_id stream, int create);
+static inline grt__bins *grt__pool_bins(cpool *p, grt_stream_id stream, int create) {
+  if (p->last_bins && p->last_stream == stream) return p->last_bins;
+  return grt__pool_bins_lookup(p, stream, create);
+}
+static inline grt_status grt__pool_insert(cpool *p, cblock *b) {
+  grt__bins *bins = grt__pool_bins(p, b->stream, 1);
+  if (!bins) return GRT_ERR_NOMEM;
+  b->gc_base = p->get_free_calls;
+  b->idle_since = p->cycle;
+  return grt__bins_insert(bins, b->size, b->ptr, b);
+}
+static inline void grt__pool_erase(cpool *p, cblock *b) {
+  grt__bins *bins = grt__pool_bins(p, b->stream, 0);
+  int found = bins && grt__bins_erase(bins, b->size, b->ptr);
+  (void)found;
+}
 
 /* caching_free.c */
 uint64_t grt__caching_try_merge(grt_allocator *a, cblock *dst, cblock *src, int force);

@@ -1,19 +1,8 @@
-/* stats.c — PyTorch's statistics arithmetic, shared by every policy.
+/* stats.c — PyTorch's statistics arithmetic, shared by every policy
+ * (grt__stat_update itself is inline in allocator_impl.h).
  * increase: current += n, peak = max(peak, current), allocated += n;
  * decrease: current -= n, freed += n. */
 #include "alloc/allocator_impl.h"
-
-void grt__stat_update(grt_stat *s, int64_t amount) {
-  s->current += amount;
-  if (s->current > s->peak) s->peak = s->current;
-  if (amount > 0) s->allocated += amount;
-  if (amount < 0) s->freed += -amount;
-}
-
-void grt__stat_update2(grt_stat *arr, int pool, int64_t amount) {
-  grt__stat_update(&arr[GRT_STAT_ALL], amount);
-  grt__stat_update(&arr[pool], amount);
-}
 
 static void reset_array(grt_stat *arr, int n) {
   for (int i = 0; i < n; i++) arr[i].peak = arr[i].current;

@@ -5,12 +5,7 @@
 
 #define EMPTY UINT64_MAX
 
-static size_t hash64(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdULL;
-  k ^= k >> 33;
-  return (size_t)k;
-}
+#define hash64 grt__u64map_hash
 
 void grt__u64map_init(grt__u64map *m) {
   m->slots = NULL;
@@ -52,16 +47,6 @@ bool grt__u64map_put(grt__u64map *m, uint64_t key, void *value) {
   m->slots[j].key = key;
   m->slots[j].value = value;
   return true;
-}
-
-void *grt__u64map_get(const grt__u64map *m, uint64_t key) {
-  if (!m->slots || key == EMPTY) return NULL;
-  size_t j = hash64(key) & m->mask;
-  while (m->slots[j].key != EMPTY) {
-    if (m->slots[j].key == key) return m->slots[j].value;
-    j = (j + 1) & m->mask;
-  }
-  return NULL;
 }
 
 void *grt__u64map_del(grt__u64map *m, uint64_t key) {

@@ -27,7 +27,22 @@ void grt__u64map_init(grt__u64map *m);
 void grt__u64map_free(grt__u64map *m);
 /* Inserts or replaces; returns false only when host memory runs out. */
 bool grt__u64map_put(grt__u64map *m, uint64_t key, void *value);
-void *grt__u64map_get(const grt__u64map *m, uint64_t key);
+static inline size_t grt__u64map_hash(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdULL;
+  k ^= k >> 33;
+  return (size_t)k;
+}
+/* Inline: the allocators look up a block by address on every free. */
+static inline void *grt__u64map_get(const grt__u64map *m, uint64_t key) {
+  if (!m->slots || key == UINT64_MAX) return NULL;
+  size_t j = grt__u64map_hash(key) & m->mask;
+  while (m->slots[j].key != UINT64_MAX) {
+    if (m->slots[j].key == key) return m->slots[j].value;
+    j = (j + 1) & m->mask;
+  }
+  return NULL;
+}
 /* Removes key; returns the old value or NULL. */
 void *grt__u64map_del(grt__u64map *m, uint64_t key);
 

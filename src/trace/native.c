@@ -195,7 +195,7 @@ static inline bool fast_u64(const char **p, const char *end, uint64_t *out) {
   do {
     unsigned d = (unsigned)(*q - '0');
     if (d > 9) return false;
-    if (v > (UINT64_MAX - d) / 10) return false;
+    if (v >= UINT64_MAX / 10 && (v > UINT64_MAX / 10 || d > UINT64_MAX % 10)) return false; /* no division */
     v = v * 10 + d;
     q++;
   } while (q < end && !is_blank(*q));

@@ -51,11 +51,11 @@ static inline size_t slot_hash(uint64_t id) {
   return (size_t)(id ^ (id >> 29));
 }
 
-static slot_entry *slot_find(pipe_state *p, uint64_t id) {
-  for (size_t i = slot_hash(id) & p->tab_mask;; i = (i + 1) & p->tab_mask) {
-    if (p->tab[i].id == id) return &p->tab[i];
-    if (p->tab[i].id == UINT64_MAX) return NULL;
-  }
+/* The entry holding id, or the empty entry ending its probe run (where an
+ * insert goes): one probe serves both the lookup and the insert. */
+static inline slot_entry *slot_probe(pipe_state *p, uint64_t id) {
+  for (size_t i = slot_hash(id) & p->tab_mask;; i = (i + 1) & p->tab_mask)
+    if (p->tab[i].id == id || p->tab[i].id == UINT64_MAX) return &p->tab[i];
 }
 
 static bool slot_grow(pipe_state *p) {
@@ -93,21 +93,20 @@ static grt_status assign_slot(pipe_state *p, grt_trace_event *ev) {
   if (ev->kind != GRT_TRACE_ALLOC && ev->kind != GRT_TRACE_FREE_REQUESTED && ev->kind != GRT_TRACE_FREE_COMPLETED)
     return GRT_OK;
   if ((!p->tab || 2 * (p->tab_count + 1) > p->tab_mask + 1) && !slot_grow(p)) return GRT_ERR_NOMEM;
-  slot_entry *e = slot_find(p, ev->id);
+  slot_entry *e = slot_probe(p, ev->id);
+  bool found = e->id == ev->id; /* as before, an id of UINT64_MAX (the empty mark) counts as found */
   if (ev->kind == GRT_TRACE_ALLOC) {
-    if (e) {
+    if (found) {
       ev->reserved = GRT__SLOT_DUPLICATE;
       return GRT_OK;
     }
     uint64_t slot = p->n_free ? p->free_slots[--p->n_free] : p->next_slot++;
-    size_t i = slot_hash(ev->id) & p->tab_mask;
-    while (p->tab[i].id != UINT64_MAX) i = (i + 1) & p->tab_mask;
-    p->tab[i] = (slot_entry){ev->id, slot};
+    *e = (slot_entry){ev->id, slot};
     p->tab_count++;
     ev->id = slot;
     return GRT_OK;
   }
-  if (!e) {
+  if (!found) {
     ev->reserved = GRT__SLOT_UNMATCHED;
     return GRT_OK;
   }
