@@ -9,6 +9,13 @@
 
 static const grt__alloc_ops *const policies[] = {&grt__caching_ops, &grt__naive_ops, &grt__bump_ops, &grt__buddy_ops, &grt__slab_ops, &grt__async_ops, &grt__sharded_ops, &grt__bestfit_ops};
 
+void *grt__alloc_lines(size_t size) {
+  size_t rounded = (size + 63) / 64 * 64;
+  void *p = aligned_alloc(64, rounded);
+  if (p) memset(p, 0, rounded);
+  return p;
+}
+
 void grt__alloc_set_error(grt_allocator *a, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -41,7 +48,7 @@ grt_status grt_alloc_create(const char *policy, grt_device *dev, const grt_alloc
   for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++)
     if (!strcmp(policies[i]->name, policy)) ops = policies[i];
   if (!ops) return GRT_ERR_NOT_FOUND;
-  grt_allocator *a = calloc(1, sizeof *a);
+  grt_allocator *a = grt__alloc_lines(sizeof *a);
   if (!a) return GRT_ERR_NOMEM;
   if (cfg)
     a->cfg = *cfg;

@@ -43,6 +43,11 @@ struct grt_allocator {
   void *impl;
 };
 
+/* Zeroed memory on its own cache lines (64-byte aligned, size rounded up):
+ * allocator state written on every call must not share a line with another
+ * allocator's (the sharded policy runs one per thread). Free with free(). */
+void *grt__alloc_lines(size_t size);
+
 /* Registered policies (one file each). */
 extern const grt__alloc_ops grt__naive_ops;
 extern const grt__alloc_ops grt__caching_ops;

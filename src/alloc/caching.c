@@ -133,7 +133,7 @@ static grt_status caching_create(grt_allocator *a) {
     grt__alloc_set_error(a, "expandable_segments needs a device with virtual memory (reserve/map)");
     return GRT_ERR_UNSUPPORTED;
   }
-  caching *c = calloc(1, sizeof *c);
+  caching *c = grt__alloc_lines(sizeof *c);
   if (!c) return GRT_ERR_NOMEM;
   if (pool_init(&c->small, GRT_STAT_SMALL_POOL) || pool_init(&c->large, GRT_STAT_LARGE_POOL)) {
     pool_free(&c->small);
