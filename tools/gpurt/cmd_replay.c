@@ -25,7 +25,7 @@ static void usage(FILE *f) {
           "                    a device covering the recorded addresses)\n"
           "  --conf STR        allocator config, PYTORCH_CUDA_ALLOC_CONF style (over the trace's settings)\n"
           "  --placement M     auto | first-fit | recorded (recorded segment addresses; auto: recorded\n"
-          "                    for the caching policy on PyTorch traces)\n"
+          "                    for the caching policy on PyTorch traces, unless --capacity is given)\n"
           "  --no-releases     ignore recorded release moments (segment_free runs, oom)\n"
           "  --device N        PyTorch snapshots: which device's trace (default 0)\n"
           "  --search / --no-search\n"

@@ -23,7 +23,10 @@ void cli_run_config(const cli_run_opts *o, grt_replay_config *c) {
   c->policy = o->policy;
   c->alloc_conf = o->conf;
   c->capacity = o->capacity;
-  c->placement = o->placement;
+  /* A chosen capacity asks "what if the device were this big": recorded
+     addresses (which need the recorded address span) would answer another
+     question, so auto placement turns to first fit then. */
+  c->placement = o->placement == GRT_REPLAY_PLACE_AUTO && o->capacity ? GRT_REPLAY_PLACE_FIRST_FIT : o->placement;
   c->honor_releases = o->honor_releases;
   c->record_series = o->series;
 }
