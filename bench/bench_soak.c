@@ -7,9 +7,10 @@
  * policy and, separately, with alloc_conf "expandable_segments:True". The day:
  *   - 24 simulated hours of N/24 events each (default N = 100,000,000 events,
  *     every event an alloc or a free_completed);
- *   - steady load: about 2,000 requests in flight at all times; a request
- *     allocates 2..16 tensors on one of 4 streams and frees them together when
- *     it ends; which request ends next is random;
+ *   - steady load: 1,000..2,000 requests in flight at all times (below 1,000
+ *     a request starts; between, a coin decides start or end; at 2,000 one
+ *     ends); a request allocates 2..16 tensors on one of 4 streams and frees
+ *     them together when it ends; which request ends next is random;
  *   - request sizes drift over the day: small tensors 512 B .. 1 MiB and large
  *     ones (30%) 1 MiB .. hi(t), where hi rises from 8 MiB at hour 0 to 48 MiB
  *     at hour 24 (longer prompts as the day goes on);
