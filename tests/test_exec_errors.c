@@ -291,12 +291,43 @@ static void test_children_args(void **state) {
   }
 }
 
+/* A cycle through the legacy stream's implicit barrier: a blocking stream
+ * waits for a user event that only the legacy stream signals, and the legacy
+ * stream's signal waits for that blocking stream. The report names the
+ * barrier; the sticky error then refuses new work. */
+static void test_legacy_cycle(void **state) {
+  (void)state;
+  for (int c = 0; c < 2; c++) {
+    grt_exec_config cfg = cfg_of(c ? GRT_CLOCK_VIRTUAL : GRT_CLOCK_THREADS);
+    grt_exec *exec = NULL;
+    assert_int_equal(grt_exec_create(&cfg, &exec), GRT_OK);
+    grt_stream *a = NULL, *legacy = NULL, *late = NULL;
+    grt_user_event *u = NULL;
+    assert_int_equal(grt_stream_create(exec, GRT_STREAM_DEFAULT, 0, &a), GRT_OK);
+    assert_int_equal(grt_user_event_create(exec, "gate", &u), GRT_OK);
+    assert_int_equal(grt_exec_legacy_stream(exec, &legacy), GRT_OK);
+    assert_int_equal(grt_stream_wait_user_event(a, u, 1), GRT_OK);
+    assert_int_equal(grt_stream_signal_user_event(legacy, u, 1), GRT_OK);
+    assert_int_equal(grt_exec_synchronize(exec), GRT_ERR_DEADLOCK);
+    char msg[1024];
+    assert_int_equal(grt_exec_get_error(exec, msg, sizeof msg), GRT_ERR_DEADLOCK);
+    assert_non_null(strstr(msg, "legacy"));
+    assert_int_equal(grt_stream_create(exec, 0, 0, &late), GRT_ERR_DEADLOCK);
+    assert_null(late);
+    assert_int_equal(grt_stream_destroy(a), GRT_OK);
+    grt_status st = grt_user_event_destroy(u);
+    if (st) fail_msg("user event after the cancel: %s", grt_status_name(st));
+    assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_config),
       cmocka_unit_test(test_borrowed_device),
       cmocka_unit_test(test_exec_args),
       cmocka_unit_test(test_children_args),
+      cmocka_unit_test(test_legacy_cycle),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
