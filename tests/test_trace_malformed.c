@@ -94,6 +94,14 @@ static void test_bad_lines(void **state) {
       "gpurt-trace 1\n%frobnicate 1\n",
       "gpurt-trace 1\nsnapshot 1\n",
       "gpurt-trace 1\nalloc 1 0x200\n",
+      "gpurt-trace 1\nalloc 1 5 0 - 0x1FFFFFFFFFFFFFFFF\n",
+      "gpurt-trace 1\nalloc 1 5 0 - 0x\n",
+      "gpurt-trace 1\nalloc 1 5 0 - 0xABCDEFG\n",
+      "gpurt-trace 1\nalloc 1 5 0 -9223372036854775809\n",
+      "gpurt-trace 1\nalloc 1 5 0 9223372036854775808\n",
+      "gpurt-trace 1\n%setting garbage_collection_threshold 0.5x\n",
+      "gpurt-trace 1\n%setting garbage_collection_threshold 123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890\n",
+      "gpurt-trace 1\nthis_is_a_very_long_unknown_event_kind_name_that_will_be_truncated_in_the_message_\x01\x02 1\n",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) expect_bad(bad[i]);
 }
@@ -113,7 +121,7 @@ static void test_good_forms(void **state) {
       "%block 0x1200 512 0 inactive\n"
       "\n"
       "alloc 1 512 0x7 - -\n"
-      "alloc 2 512 - 99 0x2000\n"
+      "alloc 2 512 - -9223372036854775808 0X0000000000000000000000ABCDEF00\n"
       "alloc 3 512 7\n"
       "free_requested 1 - 7\n"
       "free 1 - 7\n"
