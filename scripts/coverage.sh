@@ -44,8 +44,9 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 print("%-40s %7s %17s" % ("file (branches, fewest covered first)", "lines", "branches"))
 for f in sorted(s["files"], key=lambda f: f["branch_covered"] - f["branch_total"]):
-    print("%-40s %6.1f%% %6d/%-5d %5.1f%%" % (f["filename"], f["line_percent"], f["branch_covered"],
-                                           f["branch_total"], f["branch_percent"]))
+    # a file with no branches (a header of inline helpers) has branch_percent null
+    print("%-40s %6.1f%% %6d/%-5d %5.1f%%" % (f["filename"], f["line_percent"] or 0.0, f["branch_covered"],
+                                           f["branch_total"], f["branch_percent"] or 0.0))
 PY
 cat "$dir/summary.txt"
 read -r lpct bpct < <(python3 -c '

@@ -89,6 +89,13 @@ typedef struct grt_exec_config {
   int record_timeline;       /* nonzero: keep a record per op for grt_exec_timeline_* */
   uint64_t schedule_seed;    /* virtual clock: 0 = canonical tie order; else ties broken by a seeded PRNG */
   uint64_t spin_ns;          /* threads: a host sync spins this long before blocking (default 20000) */
+  /* Fault injection (tests), counted from the exec's creation, 1 = the first;
+   * 0 = never. The Nth creation of that kind fails with GRT_ERR_FAULT_INJECTED
+   * (once) and changes nothing; see grt_exec_inject_failure. */
+  uint64_t fail_thread_create_at; /* threads clock: the Nth worker thread of grt_exec_create */
+  uint64_t fail_stream_create_at; /* user and per-thread default streams */
+  uint64_t fail_event_create_at;  /* events (grt_event_create and the allocator hook's events) */
+  uint64_t fail_user_event_create_at;
 } grt_exec_config;
 
 /* Fills cfg with the defaults above. */
@@ -370,6 +377,24 @@ GRT_API grt_status grt_exec_cb_event_query(void *ctx, void *event);
 GRT_API grt_status grt_exec_cb_stream_wait(void *ctx, grt_stream_id id, void *event);
 /* Destroys an event made by grt_exec_cb_event_record. */
 GRT_API grt_status grt_exec_cb_event_release(void *ctx, void *event);
+
+/* ---- fault injection (tests; src/exec/fault.c) ------------------------------------ */
+
+typedef enum grt_exec_fault {
+  GRT_EXEC_FAULT_THREAD_CREATE = 0, /* worker threads: only at exec creation (config field) */
+  GRT_EXEC_FAULT_STREAM_CREATE = 1, /* grt_stream_create, a per-thread default stream's creation */
+  GRT_EXEC_FAULT_EVENT_CREATE = 2,  /* grt_event_create, grt_exec_cb_event_record */
+  GRT_EXEC_FAULT_USER_EVENT_CREATE = 3,
+  GRT_EXEC_FAULT_COUNT = 4
+} grt_exec_fault;
+
+/* Arms a one-shot failure: the nth creation of `kind` from now (1 = the next)
+ * returns GRT_ERR_FAULT_INJECTED and changes nothing; nth = 0 disarms. Later
+ * creations succeed. GRT_ERR_UNSUPPORTED for THREAD_CREATE (workers are created
+ * with the exec: use cfg.fail_thread_create_at). */
+GRT_API grt_status grt_exec_inject_failure(grt_exec *exec, grt_exec_fault kind, uint64_t nth);
+/* How many creations of `kind` failed by injection since the exec was created. */
+GRT_API grt_status grt_exec_injected_failures(grt_exec *exec, grt_exec_fault kind, uint64_t *out);
 
 /* ---- small additions for the stream-ordered layer (src/exec/sorder_support.c) ---- */
 

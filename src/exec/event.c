@@ -38,6 +38,12 @@ grt_status grt_event_create(grt_exec *exec, unsigned flags, grt_event **out) {
   ev->exec = exec;
   ev->flags = flags;
   pthread_mutex_lock(&exec->lock);
+  grt_status st = grt__fault_take(exec, GRT_EXEC_FAULT_EVENT_CREATE);
+  if (st) {
+    pthread_mutex_unlock(&exec->lock);
+    free(ev);
+    return st;
+  }
   snprintf(ev->name, sizeof ev->name, "event-%u", exec->live_events + 1);
   ev->all_next = exec->events;
   exec->events = ev;

@@ -128,6 +128,7 @@ grt_status grt_exec_create(const grt_exec_config *cfg, grt_exec **out) {
   exec->magic = GRT__EXEC_MAGIC;
   exec->cfg = *cfg;
   if (exec->cfg.clock == GRT_CLOCK_VIRTUAL) exec->cfg.spin_ns = 0;
+  grt__fault_arm_from_config(exec);
   st = make_device(exec);
   if (st) goto fail_device;
   pthread_mutex_init(&exec->lock, NULL);
@@ -300,7 +301,7 @@ grt_status grt_exec_per_thread_stream(grt_exec *exec, grt_stream **out) {
   grt_status st = GRT_OK;
   pthread_mutex_lock(&exec->lock);
   grt_stream *s = grt__u64map_get(&exec->per_thread, key);
-  if (!s) {
+  if (!s && (st = grt__fault_take(exec, GRT_EXEC_FAULT_STREAM_CREATE)) == GRT_OK) {
     s = new_stream(exec, GRT__STREAM_PER_THREAD, GRT_STREAM_DEFAULT, 0);
     if (s && !grt__u64map_put(&exec->per_thread, key, s)) {
       grt__u64map_del(&exec->by_id, s->id);

@@ -244,6 +244,10 @@ struct grt_exec {
   size_t trace_n, trace_cap;
   uint64_t *flows;
   size_t flows_n, flows_cap;
+
+  /* fault injection (fault.c): creations left before the armed one fails (0: none armed) */
+  uint64_t fault_left[GRT_EXEC_FAULT_COUNT];
+  uint64_t fault_fired[GRT_EXEC_FAULT_COUNT];
 };
 
 #define GRT__SLAB_OPS 64
@@ -330,6 +334,10 @@ void grt__graph_free_all(grt_exec *exec);              /* exec destroy */
  * completes normally. */
 grt__op *grt__graph_chain_next(grt__op *node);
 void grt__graph_chain_done(grt_exec *exec, grt__op *first, grt__op *last, uint32_t count);
+/* fault.c: lock held. GRT_ERR_FAULT_INJECTED when this creation of `kind` is
+ * the armed one (disarming it), else GRT_OK. */
+grt_status grt__fault_take(grt_exec *exec, grt_exec_fault kind);
+void grt__fault_arm_from_config(grt_exec *exec);
 
 /* timeline.c */
 void grt__trace_op(grt_exec *exec, const grt__op *op); /* lock held */

@@ -145,15 +145,17 @@ grt_status grt__threads_start(grt_exec *exec) {
       exec->workers[i] = (grt__worker){exec, pthread_self(), e, slot, NULL};
   /* Workers read exec->workers (grt__in_body), so fill it before any starts;
    * the lock orders the thread ids written below before any reader. */
+  grt_status st = GRT_OK;
   pthread_mutex_lock(&exec->lock);
   for (i = 0; i < n; i++) {
+    if ((st = grt__fault_take(exec, GRT_EXEC_FAULT_THREAD_CREATE)) != GRT_OK) break;
     if (pthread_create(&exec->workers[i].thread, NULL, worker_main, &exec->workers[i])) break;
     exec->n_workers++;
   }
   pthread_mutex_unlock(&exec->lock);
   if (exec->n_workers == n) return GRT_OK;
-  grt__threads_stop(exec);
-  return GRT_ERR_NOMEM;
+  grt__threads_stop(exec); /* joins the workers already started */
+  return st ? st : GRT_ERR_NOMEM;
 }
 
 void grt__threads_stop(grt_exec *exec) {

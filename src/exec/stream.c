@@ -25,6 +25,7 @@ grt_status grt_stream_create(grt_exec *exec, unsigned flags, int priority, grt_s
   pthread_mutex_lock(&exec->lock);
   grt_status st = exec->error;
   grt_stream *s = NULL;
+  if (!st) st = grt__fault_take(exec, GRT_EXEC_FAULT_STREAM_CREATE);
   if (!st) {
     s = grt__stream_new(exec, GRT__STREAM_USER, flags, priority);
     if (s) exec->live_streams++;

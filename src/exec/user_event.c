@@ -33,6 +33,12 @@ grt_status grt_user_event_create(grt_exec *exec, const char *name, grt_user_even
   u->magic = GRT__UEV_MAGIC;
   u->exec = exec;
   pthread_mutex_lock(&exec->lock);
+  grt_status st = grt__fault_take(exec, GRT_EXEC_FAULT_USER_EVENT_CREATE);
+  if (st) {
+    pthread_mutex_unlock(&exec->lock);
+    free(u);
+    return st;
+  }
   if (name) snprintf(u->name, sizeof u->name, "%s", name);
   else snprintf(u->name, sizeof u->name, "user-event-%u", exec->live_uevs + 1);
   u->all_next = exec->uevs;
