@@ -12,31 +12,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "gpurt/replay.h"
-#include "trace_test_util.h"
+#include "replay_test_util.h"
 
-static grt_trace *load(const char *text) {
-  grt_trace_error err;
-  grt_status st;
-  grt_trace *t = tt_load_str(text, GRT_TRACE_FORMAT_NATIVE, &err, &st);
-  if (st) fail_msg("load: line %llu: %s", (unsigned long long)err.line, err.reason);
-  return t;
-}
-
-static grt_replay_summary replay(grt_trace *t, const char *policy, uint64_t capacity, bool series) {
-  grt_replay_config c;
-  grt_replay_config_default(&c);
-  c.policy = policy;
-  c.capacity = capacity;
-  c.record_series = series;
-  grt_replay *r;
-  assert_int_equal(grt_replay_open(t, &c, &r), GRT_OK);
-  assert_int_equal(grt_replay_run(r), GRT_OK);
-  grt_replay_summary s;
-  assert_int_equal(grt_replay_get_summary(r, &s), GRT_OK);
-  grt_replay_destroy(r);
-  return s;
-}
 
 /* naive on 4 KiB: the 1536-byte request finds a 1024 hole at 0 and 1024 at the end */
 static const char *oom_trace = "gpurt-trace 1\n"
