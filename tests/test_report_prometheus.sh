@@ -11,92 +11,17 @@
 # Exit 77 (skip) with a message when prometheus/promtool/curl/jq are missing.
 set -uo pipefail
 GPURT=${1:?usage: test_report_prometheus.sh PATH/TO/gpurt}
-for tool in prometheus promtool curl jq; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "SKIPPED: '$tool' is not installed (Debian packages prometheus, curl, jq; scripts/deps.sh installs them)"
-    exit 77
-  fi
-done
-if ! "$GPURT" serve-demo --help >/dev/null 2>&1; then
-  echo "SKIPPED: this gpurt was built without libmicrohttpd (no /metrics server)"
-  exit 77
-fi
-
-tmp=$(mktemp -d)
-gpid="" ppid_=""
-stop() { # pid: TERM, then KILL after 10 s
-  [ -n "$1" ] || return 0
-  kill "$1" 2>/dev/null || return 0
-  for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-  kill -9 "$1" 2>/dev/null
-}
-cleanup() { stop "$gpid"; stop "$ppid_"; rm -rf "$tmp"; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() {
-  echo "FAIL: $*"
-  echo "--- gpurt log:"; cat "$tmp/gpurt.log" 2>/dev/null
-  echo "--- prometheus log (tail):"; tail -n 20 "$tmp/prom.log" 2>/dev/null
-  exit 1
-}
-deadline=$((SECONDS + 55))
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-random_port() {
-  local p
-  for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 40000))
-    port_busy "$p" || { echo "$p"; return 0; }
-  done
-  return 1
-}
+source "$(dirname "$0")/prometheus_lib.sh"
+prom_require_tools
 
 # 1. The exposition format, checked by Prometheus's own linter.
 "$GPURT" stats --events 2000 --format prometheus >"$tmp/metrics.txt" || fail "gpurt stats failed"
 promtool check metrics <"$tmp/metrics.txt" || fail "promtool check metrics found problems"
 echo "ok: promtool check metrics"
 
-# 2a. gpurt serves on a random free port (retried if taken meanwhile).
-for _ in 1 2 3 4 5; do
-  gport=$(random_port) || fail "no free port"
-  "$GPURT" serve-demo --serve "127.0.0.1:$gport" --rate 2500 --events 20000 --wait-scrape 20 --linger 40 \
-    >"$tmp/gpurt.log" 2>&1 &
-  gpid=$!
-  for _ in $(seq 1 50); do
-    grep -q "serving metrics at" "$tmp/gpurt.log" && break
-    kill -0 "$gpid" 2>/dev/null || break
-    sleep 0.1
-  done
-  grep -q "serving metrics at" "$tmp/gpurt.log" && break
-  wait "$gpid" 2>/dev/null
-  gpid=""
-done
-[ -n "$gpid" ] || fail "gpurt serve-demo did not start"
-
-# 2b. Prometheus on another random port, scraping gpurt every second.
-cat >"$tmp/prom.yml" <<YAML
-global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: gpurt
-    static_configs:
-      - targets: ['127.0.0.1:$gport']
-YAML
-for _ in 1 2 3 4 5; do
-  pport=$(random_port) || fail "no free port"
-  prometheus --config.file="$tmp/prom.yml" --storage.tsdb.path="$tmp/data" \
-    --web.listen-address="127.0.0.1:$pport" --log.level=warn >"$tmp/prom.log" 2>&1 &
-  ppid_=$!
-  for _ in $(seq 1 100); do
-    curl -sf "http://127.0.0.1:$pport/-/ready" >/dev/null && break
-    kill -0 "$ppid_" 2>/dev/null || break
-    sleep 0.1
-  done
-  curl -sf "http://127.0.0.1:$pport/-/ready" >/dev/null && break
-  stop "$ppid_"
-  ppid_=""
-done
-[ -n "$ppid_" ] || fail "prometheus did not become ready"
+# 2a. gpurt serves on a random free port; 2b. Prometheus scrapes it every second.
+prom_start_gpurt - serve-demo --rate 2500 --events 20000 --wait-scrape 20 --linger 40
+prom_start_prometheus
 start=$(date +%s)
 echo "ok: gpurt on 127.0.0.1:$gport, prometheus on 127.0.0.1:$pport"
 

@@ -23,44 +23,8 @@ if [ ! -r "$TRACE" ]; then
   echo "SKIPPED: $TRACE not found (set GRT_SHARED_DIR to the shared data folder)"
   exit 77
 fi
-for tool in prometheus promtool curl jq; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "SKIPPED: '$tool' is not installed (Debian packages prometheus, curl, jq; scripts/deps.sh installs them)"
-    exit 77
-  fi
-done
-if ! "$GPURT" serve-demo --help >/dev/null 2>&1; then
-  echo "SKIPPED: this gpurt was built without libmicrohttpd (no /metrics server)"
-  exit 77
-fi
-
-tmp=$(mktemp -d)
-gpid="" ppid_=""
-stop() { # pid: TERM, then KILL after 10 s
-  [ -n "$1" ] || return 0
-  kill "$1" 2>/dev/null || return 0
-  for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-  kill -9 "$1" 2>/dev/null
-}
-cleanup() { stop "$gpid"; stop "$ppid_"; rm -rf "$tmp"; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() {
-  echo "FAIL: $*"
-  echo "--- gpurt log:"; cat "$tmp/gpurt.log" 2>/dev/null
-  echo "--- prometheus log (tail):"; tail -n 20 "$tmp/prom.log" 2>/dev/null
-  exit 1
-}
-deadline=$((SECONDS + 55))
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-random_port() {
-  local p
-  for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 40000))
-    port_busy "$p" || { echo "$p"; return 0; }
-  done
-  return 1
-}
+source "$(dirname "$0")/prometheus_lib.sh"
+prom_require_tools
 
 # 1. The exposition text at the end of the trace, checked by Prometheus's linter.
 "$GPURT" stats "$TRACE" --format prometheus >"$tmp/metrics.txt" || fail "gpurt stats TRACE failed"
@@ -78,48 +42,9 @@ lfb_final=$(tail -n 1 "$tmp/series.csv" | cut -d, -f7)
 reserved_final=$(tail -n 1 "$tmp/series.csv" | cut -d, -f2)
 echo "ok: the replay passes through $(jq length <<<"$lfb_states") largest-free-block states, ends at $lfb_final"
 
-# 3a. gpurt replays on a random free port (retried if taken meanwhile).
-for _ in 1 2 3 4 5; do
-  gport=$(random_port) || fail "no free port"
-  "$GPURT" replay "$TRACE" --serve "127.0.0.1:$gport" --rate "$RATE" --wait-scrape 20 --linger 40 \
-    >"$tmp/gpurt.out" 2>"$tmp/gpurt.log" &
-  gpid=$!
-  for _ in $(seq 1 100); do
-    grep -q "serving metrics at" "$tmp/gpurt.log" && break
-    kill -0 "$gpid" 2>/dev/null || break
-    sleep 0.1
-  done
-  grep -q "serving metrics at" "$tmp/gpurt.log" && break
-  wait "$gpid" 2>/dev/null
-  gpid=""
-done
-[ -n "$gpid" ] || fail "gpurt replay --serve did not start"
-
-# 3b. Prometheus on another random port, scraping gpurt every second.
-cat >"$tmp/prom.yml" <<YAML
-global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: gpurt
-    static_configs:
-      - targets: ['127.0.0.1:$gport']
-YAML
-for _ in 1 2 3 4 5; do
-  pport=$(random_port) || fail "no free port"
-  prometheus --config.file="$tmp/prom.yml" --storage.tsdb.path="$tmp/data" \
-    --web.listen-address="127.0.0.1:$pport" --log.level=warn >"$tmp/prom.log" 2>&1 &
-  ppid_=$!
-  for _ in $(seq 1 100); do
-    curl -sf "http://127.0.0.1:$pport/-/ready" >/dev/null && break
-    kill -0 "$ppid_" 2>/dev/null || break
-    sleep 0.1
-  done
-  curl -sf "http://127.0.0.1:$pport/-/ready" >/dev/null && break
-  stop "$ppid_"
-  ppid_=""
-done
-[ -n "$ppid_" ] || fail "prometheus did not become ready"
+# 3a. gpurt replays on a random free port; 3b. Prometheus scrapes it every second.
+prom_start_gpurt "$tmp/gpurt.out" replay "$TRACE" --rate "$RATE" --wait-scrape 20 --linger 40
+prom_start_prometheus
 start=$(date +%s)
 echo "ok: gpurt replay on 127.0.0.1:$gport, prometheus on 127.0.0.1:$pport"
 
