@@ -159,6 +159,7 @@ typedef struct grt__engine {
   unsigned kicks_pending;        /* ready ops pushed while deferring (threads) */
   grt__op *rq_head, *rq_tail;    /* ready queue */
   uint64_t slot_mask;            /* virtual: which slots are busy (timeline) */
+  grt__op *handed_head, *handed_tail; /* threads: ops another worker started for this engine (rnext) */
   pthread_cond_t cv;             /* threads: idle workers wait here */
   unsigned idle;
 } grt__engine;
@@ -278,6 +279,9 @@ grt_status grt__submit_ex(grt__op *op, uint64_t *seq_out, uint64_t *uid_out);
 void grt__sched_eval(grt_exec *exec, grt_stream *s);
 void grt__sched_drain(grt_exec *exec);
 grt__op *grt__engine_pop(grt_exec *exec, unsigned engine);
+/* The lowest slot of e no running op holds (64 when all are held). The threads
+ * clock takes it too: a worker may run another engine's op (sched_threads.c). */
+unsigned grt__engine_free_slot(const grt__engine *e);
 void grt__sched_start(grt_exec *exec, grt__op *op, unsigned slot, uint64_t now);
 void grt__sched_complete(grt_exec *exec, grt__op *op, uint64_t now);
 void grt__sched_ready(grt_exec *exec, grt__op *op);         /* into its engine's ready queue */

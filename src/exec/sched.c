@@ -83,6 +83,12 @@ grt__op *grt__engine_pop(grt_exec *exec, unsigned engine) {
   return op;
 }
 
+unsigned grt__engine_free_slot(const grt__engine *e) {
+  for (unsigned s = 0; s < 64; s++)
+    if (!(e->slot_mask & (1ull << s))) return s;
+  return 64;
+}
+
 void grt__sched_start(grt_exec *exec, grt__op *op, unsigned slot, uint64_t now) {
   grt__engine *e = &exec->engines[op->engine];
   op->state = GRT__RUNNING;

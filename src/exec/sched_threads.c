@@ -3,7 +3,10 @@
  * engine's ready queue, sleeps until start + modelled duration, runs the body
  * (at the end of the interval, as the virtual clock does) and completes the op
  * under the lock — which usually makes the next op ready, so a busy worker
- * never sleeps between ops.
+ * never sleeps between ops. Threads are not slots: an op takes the lowest
+ * free slot of its engine, and an op that a completion makes ready on
+ * another engine starts at that completion, not when that engine's parked
+ * worker has woken up (start_fed_ops).
  *
  * Host threads waiting in synchronize calls spin briefly (watching the atomic
  * completion counter, no lock) and then sleep on done_cv; while they wait they
@@ -14,6 +17,9 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <time.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 #include "exec/exec_impl.h"
 
@@ -73,14 +79,60 @@ static grt__op *run_chain(grt_exec *exec, grt__worker *w, grt__op *op, grt_statu
   return op;
 }
 
+/* The next op for a worker of engine e: one another worker already started
+ * for it, else the head of its ready queue (NULL if none or no free slot). */
+static grt__op *next_op(grt_exec *exec, grt__engine *e, unsigned engine) {
+  grt__op *op = e->handed_head;
+  if (!op) return grt__engine_pop(exec, engine);
+  e->handed_head = op->rnext;
+  if (!e->handed_head) e->handed_tail = NULL;
+  op->rnext = NULL;
+  return op;
+}
+
+/* After a completion, for each other engine whose ready queue it fed (a
+ * wake-up for a parked worker is pending): the head op starts now, as it
+ * would on hardware, instead of when that worker is awake (futex latency,
+ * 5-10 us). A zero-duration op is returned for this worker to run (its
+ * start is its whole latency); one with a duration is started here and
+ * handed to its engine, whose woken worker sleeps through the rest of it, so
+ * the wake-up hides inside the modelled interval. `idle`: this worker has
+ * nothing of its own to run next (else zero-duration ops wait for their own
+ * engine's worker). Graph nodes and host
+ * functions (which may block in grt_user_event_wait) are left alone. */
+static grt__op *start_fed_ops(grt_exec *exec, unsigned self, bool idle) {
+  grt__op *mine = NULL;
+  for (unsigned x = 0; x < GRT_ENGINE_HOST; x++) {
+    grt__engine *e = &exec->engines[x];
+    grt__op *op = e->rq_head;
+    if (x == self || !op || op->gparent || !e->kicks_pending || (!op->duration_ns && (!idle || mine))) continue;
+    if (!grt__engine_pop(exec, x)) continue; /* no free slot */
+    if (!op->duration_ns) {
+      e->kicks_pending--; /* no worker of x is needed */
+      mine = op;
+      continue;
+    }
+    grt__sched_start(exec, op, grt__engine_free_slot(e), grt__exec_now(exec));
+    if (e->handed_tail) e->handed_tail->rnext = op;
+    else e->handed_head = op;
+    e->handed_tail = op; /* the pending kick wakes a worker of x for it */
+  }
+  return mine;
+}
+
 static void *worker_main(void *arg) {
   grt__worker *w = arg;
+#if defined(__linux__)
+  /* A sleep ends up to the timer slack (50 us by default) late: modelled
+   * durations are microseconds. */
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+#endif
   grt_exec *exec = w->exec;
   grt__engine *e = &exec->engines[w->engine];
   grt__op *op = NULL;
   pthread_mutex_lock(&exec->lock);
   while (!exec->stop) {
-    if (!op) op = grt__engine_pop(exec, w->engine);
+    if (!op) op = next_op(exec, e, w->engine);
     if (!op) {
       deferred d;
       take_deferred(exec, &d);
@@ -90,12 +142,15 @@ static void *worker_main(void *arg) {
       e->idle--;
       continue;
     }
-    uint64_t start = grt__exec_now(exec);
-    grt__sched_start(exec, op, w->slot, start);
+    uint64_t start = op->start_ns; /* an op handed to us is RUNNING already */
+    if (op->state != GRT__RUNNING) {
+      start = grt__exec_now(exec);
+      grt__sched_start(exec, op, grt__engine_free_slot(&exec->engines[op->engine]), start);
+    }
     w->current = op;
     /* A graph node whose successor only it can make ready: run that chain
      * without the lock while no other work waits for this engine. */
-    bool chain = op->gparent && !e->rq_head;
+    bool chain = op->gparent && !exec->engines[op->engine].rq_head;
     deferred d;
     take_deferred(exec, &d);
     pthread_mutex_unlock(&exec->lock);
@@ -124,8 +179,10 @@ static void *worker_main(void *arg) {
     grt__sched_complete(exec, op, grt__exec_now(exec));
     exec->deferring = false;
     /* Hand-off: take the next op of this engine ourselves, without waking anyone. */
-    op = grt__engine_pop(exec, w->engine);
+    op = next_op(exec, e, w->engine);
     if (op && e->kicks_pending) e->kicks_pending--;
+    grt__op *fed = start_fed_ops(exec, w->engine, !op);
+    if (!op) op = fed;
   }
   deferred d;
   take_deferred(exec, &d);

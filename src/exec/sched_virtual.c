@@ -64,18 +64,12 @@ static grt__op *heap_pop(grt_exec *exec) {
   return op;
 }
 
-static unsigned free_slot(const grt__engine *e) {
-  for (unsigned s = 0; s < 64; s++)
-    if (!(e->slot_mask & (1ull << s))) return s;
-  return 64;
-}
-
 /* Starts every ready op that has a free slot, in engine order. */
 static void dispatch(grt_exec *exec) {
   for (unsigned e = 0; e < GRT_ENGINE_COUNT; e++) {
     grt__op *op;
     while ((op = grt__engine_pop(exec, e))) {
-      grt__sched_start(exec, op, free_slot(&exec->engines[e]), exec->now_ns);
+      grt__sched_start(exec, op, grt__engine_free_slot(&exec->engines[e]), exec->now_ns);
       if (!heap_push(exec, op, exec->now_ns + op->duration_ns)) {
         grt__set_error(exec, GRT_ERR_NOMEM, "virtual clock: out of host memory for the event heap");
         /* the op stays RUNNING and is freed with its stream at destroy */
