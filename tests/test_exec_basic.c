@@ -263,6 +263,40 @@ static void test_host_func_not_permitted(void **state) {
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
+/* Kernel bodies too, whichever thread runs them: a worker, a worker that
+ * started them on another engine at a completion, or a host thread running
+ * ready work while it waits in a synchronize call (sched_threads.c). */
+static void test_kernel_body_not_permitted(void **state) {
+  grt_exec *exec = make_exec(clock_of(state), 0);
+  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "a");
+  grt_stream *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "b");
+  grt_event *ev;
+  assert_int_equal(grt_event_create(exec, 0, &ev), GRT_OK);
+  hf_arg h[3];
+  for (int i = 0; i < 3; i++) h[i] = (hf_arg){i == 2 ? b : a, exec, ev, GRT_OK, GRT_OK, GRT_OK, 0};
+  grt_kernel_desc same = {host_fn_blocking, &h[0], 0, GRT_ENGINE_COMPUTE, "zero-length"};
+  grt_kernel_desc timed = {host_fn_blocking, &h[1], 2000, GRT_ENGINE_COMPUTE, "timed"};
+  grt_kernel_desc other = {host_fn_blocking, &h[2], 0, GRT_ENGINE_COPY_D2H, "other engine"};
+  assert_int_equal(grt_launch_kernel(a, &same), GRT_OK);
+  assert_int_equal(grt_stream_synchronize(a), GRT_OK); /* ready at once: the waiting thread may run it */
+  assert_int_equal(grt_launch_kernel(a, &timed), GRT_OK);
+  assert_int_equal(grt_event_record(ev, a), GRT_OK);
+  assert_int_equal(grt_stream_wait_event(b, ev), GRT_OK);
+  assert_int_equal(grt_launch_kernel(b, &other), GRT_OK); /* made ready by the timed kernel's completion */
+  assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(h[i].ran, 1);
+    assert_int_equal(h[i].sync_st, GRT_ERR_NOT_PERMITTED);
+    assert_int_equal(h[i].dev_st, GRT_ERR_NOT_PERMITTED);
+    assert_int_equal(h[i].ev_st, GRT_ERR_NOT_PERMITTED);
+  }
+  assert_int_equal(grt_exec_get_error(exec, NULL, 0), GRT_OK);
+  grt_event_destroy(ev);
+  grt_stream_destroy(a);
+  grt_stream_destroy(b);
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+}
+
 static void count_body(void *p) { atomic_fetch_add((_Atomic int *)p, 1); }
 
 /* Destroying a stream with pending work returns at once; the work completes. */
@@ -374,6 +408,7 @@ int main(void) {
       BOTH_CLOCKS(test_event_timing),
       BOTH_CLOCKS(test_memory_ops),
       BOTH_CLOCKS(test_host_func_not_permitted),
+      BOTH_CLOCKS(test_kernel_body_not_permitted),
       BOTH_CLOCKS(test_destroy_with_pending_work),
       BOTH_CLOCKS(test_priority),
       BOTH_CLOCKS(test_event_cycle_no_deadlock),

@@ -41,7 +41,7 @@ grt__op *grt__current_op(grt_exec *exec) {
     return exec->cb_depth && pthread_equal(exec->driver, self) ? exec->cb_op : NULL;
   for (unsigned i = 0; i < exec->n_workers; i++)
     if (pthread_equal(exec->workers[i].thread, self)) return exec->workers[i].current;
-  return NULL;
+  return exec->helper && pthread_equal(exec->helper->thread, self) ? exec->helper->current : NULL;
 }
 
 bool grt__in_body(grt_exec *exec) {
@@ -50,7 +50,7 @@ bool grt__in_body(grt_exec *exec) {
   /* Worker threads exist only to run bodies. */
   for (unsigned i = 0; i < exec->n_workers; i++)
     if (pthread_equal(exec->workers[i].thread, self)) return true;
-  return false;
+  return exec->helper && pthread_equal(exec->helper->thread, self); /* a host thread lending a hand */
 }
 
 void grt__set_error(grt_exec *exec, grt_status st, const char *msg) {

@@ -222,6 +222,7 @@ struct grt_exec {
   grt__worker *workers;
   unsigned n_workers;
   bool stop;
+  struct grt__worker *helper; /* a host thread running an op inside a synchronize call (sched_threads.c) */
   uint64_t t0_ns;
 
   /* virtual clock */

@@ -8,10 +8,12 @@
  * another engine starts at that completion, not when that engine's parked
  * worker has woken up (start_fed_ops).
  *
- * Host threads waiting in synchronize calls spin briefly (watching the atomic
- * completion counter, no lock) and then sleep on done_cv; while they wait they
- * run the deadlock detector whenever the exec is quiescent in a state the
- * detector has not yet cleared.
+ * A host thread waiting in a synchronize call first runs ready zero-length
+ * ops itself (one such helper at a time), as a worker would: a launch
+ * followed by a synchronize then needs no thread to wake up at all. Then it
+ * spins briefly (watching the atomic completion counter, no lock) and then
+ * sleeps on done_cv; while host threads wait they run the deadlock detector
+ * whenever the exec is quiescent in a state the detector has not yet cleared.
  */
 #include <errno.h>
 #include <sched.h>
@@ -120,6 +122,48 @@ static grt__op *start_fed_ops(grt_exec *exec, unsigned self, bool idle) {
   return mine;
 }
 
+/* Runs op (popped or handed; lock held on entry and exit): starts it unless
+ * it is RUNNING already, sleeps through its duration, runs its body (and a
+ * graph chain after it) without the lock, and completes it. */
+static void run_op(grt_exec *exec, grt__worker *w, grt__op *op) {
+  uint64_t start = op->start_ns; /* an op handed to us is RUNNING already */
+  if (op->state != GRT__RUNNING) {
+    start = grt__exec_now(exec);
+    grt__sched_start(exec, op, grt__engine_free_slot(&exec->engines[op->engine]), start);
+  }
+  w->current = op;
+  /* A graph node whose successor only it can make ready: run that chain
+   * without the lock while no other work waits for this engine. */
+  bool chain = op->gparent && !exec->engines[op->engine].rq_head;
+  deferred d;
+  take_deferred(exec, &d);
+  pthread_mutex_unlock(&exec->lock);
+  /* Idle workers first; host threads after a zero-length body (the op
+   * handed off to us starts without waiting for a syscall) or before a sleep. */
+  bool notify = d.notify;
+  d.notify = false;
+  send_deferred(exec, &d);
+  if (notify && op->duration_ns) pthread_cond_broadcast(&exec->done_cv);
+  if (op->duration_ns) sleep_until(exec->t0_ns + start + op->duration_ns);
+  grt_status st = grt__run_body(exec, op);
+  grt__op *first = op;
+  uint32_t chained = 0;
+  if (chain && !st) op = run_chain(exec, w, op, &st, &chained);
+  if (notify && !op->duration_ns) pthread_cond_broadcast(&exec->done_cv);
+  pthread_mutex_lock(&exec->lock);
+  w->current = NULL;
+  if (first != op) grt__graph_chain_done(exec, first, op, chained);
+  if (st) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s on stream '%s': device range no longer valid (%s)", op->name, op->stream->name,
+             grt_status_name(st));
+    grt__set_error(exec, st, msg);
+  }
+  exec->deferring = true;
+  grt__sched_complete(exec, op, grt__exec_now(exec));
+  exec->deferring = false;
+}
+
 static void *worker_main(void *arg) {
   grt__worker *w = arg;
 #if defined(__linux__)
@@ -142,42 +186,7 @@ static void *worker_main(void *arg) {
       e->idle--;
       continue;
     }
-    uint64_t start = op->start_ns; /* an op handed to us is RUNNING already */
-    if (op->state != GRT__RUNNING) {
-      start = grt__exec_now(exec);
-      grt__sched_start(exec, op, grt__engine_free_slot(&exec->engines[op->engine]), start);
-    }
-    w->current = op;
-    /* A graph node whose successor only it can make ready: run that chain
-     * without the lock while no other work waits for this engine. */
-    bool chain = op->gparent && !exec->engines[op->engine].rq_head;
-    deferred d;
-    take_deferred(exec, &d);
-    pthread_mutex_unlock(&exec->lock);
-    /* Idle workers first; host threads after a zero-length body (the op
-     * handed off to us starts without waiting for a syscall) or before a sleep. */
-    bool notify = d.notify;
-    d.notify = false;
-    send_deferred(exec, &d);
-    if (notify && op->duration_ns) pthread_cond_broadcast(&exec->done_cv);
-    if (op->duration_ns) sleep_until(exec->t0_ns + start + op->duration_ns);
-    grt_status st = grt__run_body(exec, op);
-    grt__op *first = op;
-    uint32_t chained = 0;
-    if (chain && !st) op = run_chain(exec, w, op, &st, &chained);
-    if (notify && !op->duration_ns) pthread_cond_broadcast(&exec->done_cv);
-    pthread_mutex_lock(&exec->lock);
-    w->current = NULL;
-    if (first != op) grt__graph_chain_done(exec, first, op, chained);
-    if (st) {
-      char msg[160];
-      snprintf(msg, sizeof msg, "%s on stream '%s': device range no longer valid (%s)", op->name, op->stream->name,
-               grt_status_name(st));
-      grt__set_error(exec, st, msg);
-    }
-    exec->deferring = true;
-    grt__sched_complete(exec, op, grt__exec_now(exec));
-    exec->deferring = false;
+    run_op(exec, w, op);
     /* Hand-off: take the next op of this engine ourselves, without waking anyone. */
     op = next_op(exec, e, w->engine);
     if (op && e->kicks_pending) e->kicks_pending--;
@@ -246,6 +255,34 @@ done:
   pthread_mutex_lock(&exec->lock);
 }
 
+/* A zero-length ready op of engine x (not the host functions' engine: they
+ * may block) for a waiting host thread to run; NULL if none. */
+static grt__op *help_pop(grt_exec *exec, unsigned x) {
+  grt__op *op = exec->engines[x].rq_head;
+  return op && !op->duration_ns ? grt__engine_pop(exec, x) : NULL;
+}
+
+/* The waiting host thread runs op as a worker would (bodies see it as a
+ * worker: blocking calls from them are refused), and then, like a worker's
+ * hand-off, the next zero-length op of that engine its completion made ready
+ * (that wake-up is not sent), until the wait's condition holds. Then it sends
+ * the wake-ups the completions deferred. */
+static void help(grt_exec *exec, grt__op *op, grt__cond_fn cond, void *ctx) {
+  unsigned x = op->engine;
+  grt__engine *e = &exec->engines[x];
+  grt__worker h = {exec, pthread_self(), x, 0, NULL};
+  exec->helper = &h;
+  do {
+    run_op(exec, &h, op);
+    if (exec->error || cond(exec, ctx) || !(op = help_pop(exec, x))) break;
+    if (e->kicks_pending) e->kicks_pending--;
+  } while (op);
+  exec->helper = NULL;
+  deferred d;
+  take_deferred(exec, &d);
+  send_deferred(exec, &d);
+}
+
 grt_status grt__threads_wait(grt_exec *exec, grt__cond_fn cond, void *ctx, bool spin) {
   uint64_t spin_left = spin ? exec->cfg.spin_ns : 0;
   for (;;) {
@@ -255,6 +292,16 @@ grt_status grt__threads_wait(grt_exec *exec, grt__cond_fn cond, void *ctx, bool 
       if (grt__detect_deadlock(exec)) return exec->error;
       exec->detect_gen = exec->state_gen;
     }
+    /* Zero-length work that is ready now: run it here rather than sleep
+     * while a parked worker wakes up for it (one host thread at a time). */
+    for (unsigned x = 0; !exec->helper && x < GRT_ENGINE_HOST; x++) {
+      grt__op *op = help_pop(exec, x);
+      if (op) {
+        help(exec, op, cond, ctx);
+        break;
+      }
+    }
+    if (exec->error || cond(exec, ctx)) continue; /* the top of the loop returns */
     if (spin_left) {
       uint64_t t = grt__mono_ns();
       spin_for_progress(exec, spin_left);
