@@ -118,6 +118,9 @@ static inline void fk_assert_census(fk_census want) {
   assert_int_equal(got.mappings, want.mappings);
 }
 
+/* Arms a fault in the fake: the nth call to `entry` from now returns `result`. */
+static inline void fk_arm(const char *entry, int nth, int result) { assert_int_equal(fk.arm(entry, nth, result), 0); }
+
 /* Holds a stream back with a gate (the test's way to make work pending). */
 static inline grt_cuda_gate *fk_hold(grt_device *dev, grt_cuda_stream *s) {
   grt_cuda_gate *g = NULL;

@@ -39,7 +39,7 @@ FAKE_CUDA_API int fake_cuda_stream_info(void *stream, unsigned *flags, int *prio
 #include <stdlib.h>
 
 typedef struct fake_control {
-  int (*fail)(const char *name, int nth, int result);
+  int (*arm)(const char *name, int nth, int result); /* fake_cuda_fail ("fail" is a cmocka macro) */
   void (*clear_faults)(void);
   unsigned long (*calls)(const char *name);
   long (*live)(const char *what);
@@ -68,14 +68,14 @@ static inline void *fake_control_proc(const char *symbol) {
 static inline int fake_control_open(fake_control *c) {
   void *h = fake_control_handle_();
   if (!h) return -1;
-  *(void **)&c->fail = dlsym(h, "fake_cuda_fail");
+  *(void **)&c->arm = dlsym(h, "fake_cuda_fail");
   *(void **)&c->clear_faults = dlsym(h, "fake_cuda_clear_faults");
   *(void **)&c->calls = dlsym(h, "fake_cuda_calls");
   *(void **)&c->live = dlsym(h, "fake_cuda_live");
   *(void **)&c->set_device_count = dlsym(h, "fake_cuda_set_device_count");
   *(void **)&c->stream_info = dlsym(h, "fake_cuda_stream_info");
   c->proc = fake_control_proc;
-  return c->fail && c->clear_faults && c->calls && c->live && c->set_device_count && c->stream_info ? 0 : -1;
+  return c->arm && c->clear_faults && c->calls && c->live && c->set_device_count && c->stream_info ? 0 : -1;
 }
 #endif
 #endif
