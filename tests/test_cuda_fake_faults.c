@@ -197,9 +197,12 @@ static void see(void *ctx, grt_devptr addr, uint64_t size) {
 static void test_walk(void **state) {
   (void)state;
   grt_device *dev = fk_open();
+  seen s = {{0}, {0}, 0};
+  assert_int_equal(grt_device_walk_segments(dev, see, &s), GRT_OK); /* a new device: nothing */
+  assert_int_equal(s.n, 0);
+  assert_int_equal(grt_device_free(dev, 0x10000), GRT_ERR_UNKNOWN_POINTER);
   grt_devptr p[3];
   for (int i = 0; i < 3; i++) assert_int_equal(grt_device_malloc(dev, (uint64_t)(i + 1) * 4096, &p[i]), GRT_OK);
-  seen s = {{0}, {0}, 0};
   assert_int_equal(grt_device_walk_segments(dev, see, &s), GRT_OK);
   assert_int_equal(s.n, 3);
   for (int i = 0; i < 2; i++) assert_true(s.addr[i] < s.addr[i + 1]);

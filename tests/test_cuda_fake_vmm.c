@@ -16,6 +16,7 @@ static void test_primitives(void **state) {
   assert_int_equal(grt_device_vmm_granularity(dev, &g), GRT_OK);
   assert_int_equal(g, G);
   grt_devptr va = 0, other = 0;
+  assert_int_equal(grt_device_map(dev, 64 * G, G), GRT_ERR_INVALID_ARG); /* nothing reserved yet */
   assert_int_equal(grt_device_reserve(dev, 4 * G, &va), GRT_OK);
   assert_int_equal(va % G, 0);
   assert_int_equal(fk.live("reservations"), empty.reservations + 1);
@@ -50,6 +51,10 @@ static void test_primitives(void **state) {
   assert_int_equal(grt_device_unmap(dev, va + G, G), GRT_ERR_INVALID_ARG);       /* half a piece */
   assert_int_equal(grt_device_unmap(dev, va, 4 * G), GRT_ERR_INVALID_ARG);       /* includes unmapped */
   assert_int_equal(grt_device_unmap(dev, va + 3 * G, G), GRT_ERR_INVALID_ARG);   /* nothing mapped */
+  assert_int_equal(grt_device_unmap(dev, va + 2 * G, G), GRT_ERR_INVALID_ARG);   /* a piece's second half */
+  const grt_devptr top = UINT64_MAX - G + 1;                                      /* ranges that wrap around */
+  assert_int_equal(grt_device_map(dev, top, 2 * G), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_device_unmap(dev, top, 2 * G), GRT_ERR_INVALID_ARG);
   assert_int_equal(fk.calls("cuMemCreate"), creates);
   assert_int_equal(fk.calls("cuMemUnmap"), unmaps);
   assert_int_equal(grt_device_release(dev, va), GRT_ERR_BUSY);
