@@ -77,6 +77,8 @@ static void test_malloc_free_and_bad_pointers(void **state) {
   assert_int_equal(grt_device_destroy(dev), GRT_OK);
 }
 
+static void nothing(void *arg) { (void)arg; }
+
 /* An old driver: what it lacks is named, nothing else breaks. */
 static void test_missing_entry_points(void **state) {
   (void)state;
@@ -100,6 +102,25 @@ static void test_missing_entry_points(void **state) {
   assert_int_equal(grt_cuda_stream_id(s), 0);
   assert_int_equal(grt_device_destroy(dev), GRT_ERR_BUSY); /* a live child */
   assert_int_equal(grt_cuda_stream_query(s), GRT_ERR_UNSUPPORTED);
+  last_error_contains(dev, "cuStreamQuery");
+  assert_int_equal(grt_cuda_stream_synchronize(s), GRT_ERR_UNSUPPORTED);
+  last_error_contains(dev, "the CUDA driver lacks the entry point cuStreamSynchronize");
+  assert_int_equal(grt_cuda_launch_host_func(s, nothing, NULL), GRT_ERR_UNSUPPORTED);
+  last_error_contains(dev, "cuLaunchHostFunc");
+  grt_devptr p = 0;
+  unsigned char host[16] = {0};
+  assert_int_equal(grt_device_malloc(dev, 4096, &p), GRT_OK);
+  assert_int_equal(grt_cuda_memcpy_htod_async(s, p, host, sizeof host), GRT_ERR_UNSUPPORTED);
+  last_error_contains(dev, "cuMemcpyHtoDAsync");
+  assert_int_equal(grt_cuda_memcpy_dtoh_async(s, host, p, sizeof host), GRT_ERR_UNSUPPORTED);
+  last_error_contains(dev, "cuMemcpyDtoHAsync");
+  assert_int_equal(grt_cuda_memcpy_dtod_async(s, p, p + 16, sizeof host), GRT_ERR_UNSUPPORTED);
+  last_error_contains(dev, "cuMemcpyDtoDAsync");
+  assert_int_equal(grt_cuda_memset_async(s, p, 0, sizeof host), GRT_ERR_UNSUPPORTED);
+  last_error_contains(dev, "cuMemsetD8Async");
+  assert_int_equal(grt_device_free(dev, p), GRT_OK);
+  assert_int_equal(grt_device_map(dev, 0, 2 * MiB), GRT_ERR_UNSUPPORTED);
+  assert_int_equal(grt_device_release(dev, 0), GRT_ERR_UNKNOWN_POINTER); /* nothing reserved */
   assert_int_equal(grt_cuda_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_device_destroy(dev), GRT_OK);
 }

@@ -17,6 +17,7 @@ typedef struct grt__vmm_piece {
   grt_devptr va;
   uint64_t size;
   CUmemGenericAllocationHandle handle;
+  int unmapped; /* cuMemUnmap done, cuMemRelease still to succeed */
 } grt__vmm_piece;
 
 typedef struct grt__cuda_dev {

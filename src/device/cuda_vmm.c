@@ -104,7 +104,7 @@ grt_status grt__cuda_map(void *impl, grt_devptr va, uint64_t size) {
     r = d->cu->MemMap(va, (size_t)size, 0, h, 0);
     mapped = r == CUDA_SUCCESS;
     if (mapped) what = "cuMemSetAccess", r = d->cu->MemSetAccess(va, (size_t)size, &access, 1);
-    *piece = (grt__vmm_piece){va, size, h};
+    *piece = (grt__vmm_piece){va, size, h, 0};
     if (r == CUDA_SUCCESS && !grt__u64map_put(&d->pieces, va, piece)) r = CUDA_ERROR_OUT_OF_MEMORY, host_oom = 1;
     if (r != CUDA_SUCCESS) {
       if (mapped) d->cu->MemUnmap(va, (size_t)size);
@@ -133,9 +133,11 @@ static int add_cover(void *ctx, grt__vmm_piece *p) {
   return c->partial;
 }
 
+/* A release that fails after the unmap worked is retried alone next time
+ * (unmapping again would fail: the piece would be stuck). */
 static grt_status unmap_piece(grt__cuda_dev *d, grt__vmm_piece *p) {
-  CUresult r = d->cu->MemUnmap(p->va, (size_t)p->size);
-  if (r == CUDA_SUCCESS) r = d->cu->MemRelease(p->handle);
+  CUresult r = p->unmapped ? CUDA_SUCCESS : d->cu->MemUnmap(p->va, (size_t)p->size);
+  if (r == CUDA_SUCCESS) p->unmapped = 1, r = d->cu->MemRelease(p->handle);
   if (r != CUDA_SUCCESS) return grt__cuda_fail(d, 1, r, "cuMemUnmap/cuMemRelease");
   grt__u64map_del(&d->pieces, p->va);
   d->in_use -= p->size;
