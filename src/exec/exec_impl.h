@@ -337,7 +337,13 @@ void grt__graph_free_all(grt_exec *exec);              /* exec destroy */
  * without the lock (NULL: none); grt__graph_chain_done (lock held) then
  * accounts for the count nodes first .. last (exclusive) before last
  * completes normally. */
-grt__op *grt__graph_chain_next(grt__op *node);
+/* The node after `node` in the chain that started at `first` (a node the
+ * scheduler started), or NULL; nothing is written to it. */
+grt__op *grt__graph_chain_next(const grt__op *first, const grt__op *node);
+/* Gives a chained node first's launch fields (stream, priority, launch, slot):
+ * every node when a timeline records them, else only the one a chain ends on
+ * (the one completed under the lock). */
+void grt__graph_chain_adopt(const grt__op *first, grt__op *node);
 void grt__graph_chain_done(grt_exec *exec, grt__op *first, grt__op *last, uint32_t count);
 /* fault.c: lock held. GRT_ERR_FAULT_INJECTED when this creation of `kind` is
  * the armed one (disarming it), else GRT_OK. */

@@ -226,17 +226,18 @@ bool grt__graph_cancel(grt_exec *exec, grt__op *op) {
 
 /* ---- the worker's lock-free chain (sched_threads.c) ----------------------- */
 
-grt__op *grt__graph_chain_next(grt__op *node) {
-  const grt__gbody *b = node->gparent->u.graph.body;
+grt__op *grt__graph_chain_next(const grt__op *first, const grt__op *node) {
+  const grt__gbody *b = first->gparent->u.graph.body;
   uint32_t j = b->chain_next[node->gindex];
-  if (j == UINT32_MAX) return NULL;
-  grt__op *nx = &b->ops[j];
-  nx->stream = node->stream;
-  nx->priority = node->priority;
-  nx->gparent = node->gparent;
-  nx->slot = node->slot;
-  nx->next = nx->rnext = NULL;
-  return nx;
+  return j == UINT32_MAX ? NULL : &b->ops[j];
+}
+
+void grt__graph_chain_adopt(const grt__op *first, grt__op *node) {
+  node->stream = first->stream;
+  node->priority = first->priority;
+  node->gparent = first->gparent;
+  node->slot = first->slot;
+  node->next = node->rnext = NULL;
 }
 
 void grt__graph_chain_done(grt_exec *exec, grt__op *first, grt__op *last, uint32_t count) {

@@ -66,10 +66,11 @@ static void send_deferred(grt_exec *exec, const deferred *d) {
 static grt__op *run_chain(grt_exec *exec, grt__worker *w, grt__op *op, grt_status *st, uint32_t *count) {
   bool timed = exec->cfg.record_timeline;
   uint64_t modelled = op->duration_ns;
-  grt__op *nx;
+  grt__op *nx, *first = op;
   *count = 0;
-  for (unsigned k = 0; k < CHAIN_MAX && modelled < CHAIN_NS && (nx = grt__graph_chain_next(op)); k++) {
+  for (unsigned k = 0; k < CHAIN_MAX && modelled < CHAIN_NS && (nx = grt__graph_chain_next(first, op)); k++) {
     ++*count;
+    if (timed) grt__graph_chain_adopt(first, nx);
     uint64_t t = timed || nx->duration_ns ? grt__mono_ns() - exec->t0_ns : 0;
     op->end_ns = nx->start_ns = t;
     w->current = nx; /* read only by this thread (grt__current_op) */
@@ -78,6 +79,7 @@ static grt__op *run_chain(grt_exec *exec, grt__worker *w, grt__op *op, grt_statu
     if (op->duration_ns) sleep_until(exec->t0_ns + t + op->duration_ns);
     if ((*st = grt__run_body(exec, op))) break;
   }
+  if (!timed && op != first) grt__graph_chain_adopt(first, op);
   return op;
 }
 
