@@ -76,6 +76,28 @@ static void test_primitives(void **state) {
 }
 
 /* Pieces and cuMemAlloc share the device's memory; running out is GRT_ERR_OOM. */
+/* A driver reporting a granularity of 0 makes virtual memory unsupported
+ * with a message; nothing divides by it. */
+static void test_zero_granularity(void **state) {
+  (void)state;
+  assert_non_null(fk.set_granularity);
+  grt_device *dev = fk_open();
+  fk.set_granularity(0);
+  uint64_t g = 7;
+  grt_devptr va = 0;
+  assert_int_equal(grt_device_vmm_granularity(dev, &g), GRT_ERR_UNSUPPORTED);
+  assert_int_equal(g, 7);
+  fk_error_contains(dev, "granularity of 0");
+  assert_int_equal(grt_device_reserve(dev, 4 * G, &va), GRT_ERR_UNSUPPORTED);
+  assert_int_equal(grt_device_map(dev, 64 * G, G), GRT_ERR_UNSUPPORTED);
+  assert_int_equal(grt_device_unmap(dev, 64 * G, G), GRT_ERR_UNSUPPORTED);
+  assert_int_equal(fk.live("reservations"), 0);
+  fk.set_granularity(-1);
+  assert_int_equal(grt_device_reserve(dev, 4 * G, &va), GRT_OK);
+  assert_int_equal(grt_device_release(dev, va), GRT_OK);
+  assert_int_equal(grt_device_destroy(dev), GRT_OK);
+}
+
 static void test_out_of_memory(void **state) {
   (void)state;
   fk_census empty = fk_count();
@@ -163,6 +185,7 @@ int main(void) {
   if (!fk_ready("test_cuda_fake_vmm", "modern")) return 77;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_primitives),
+      cmocka_unit_test(test_zero_granularity),
       cmocka_unit_test(test_out_of_memory),
       cmocka_unit_test(test_expandable_segments),
   };

@@ -7,6 +7,7 @@
  * overlap; a reservation is freed only when no piece lies inside it. All ops
  * run under the device lock.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "device/cuda_impl.h"
@@ -28,6 +29,11 @@ grt_status grt__cuda_vmm_granularity(void *impl, uint64_t *granularity) {
   CUresult r = d->cu->MemGetAllocationGranularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
   grt__cuda_leave(d, tok);
   if (r != CUDA_SUCCESS) return grt__cuda_fail(d, 1, r, "cuMemGetAllocationGranularity");
+  if (g == 0) { /* every range check divides by it */
+    snprintf(d->dev->last_error, sizeof d->dev->last_error,
+             "cuMemGetAllocationGranularity reported a granularity of 0: virtual memory is unusable on this driver");
+    return GRT_ERR_UNSUPPORTED;
+  }
   *granularity = g;
   return GRT_OK;
 }
@@ -37,7 +43,7 @@ static grt_status check_aligned(grt__cuda_dev *d, uint64_t a, uint64_t b) {
   uint64_t g = 0;
   grt_status st = grt__cuda_vmm_granularity(d, &g);
   if (st) return st;
-  return (g == 0 || a % g || b % g) ? GRT_ERR_INVALID_ARG : GRT_OK;
+  return (a % g || b % g) ? GRT_ERR_INVALID_ARG : GRT_OK;
 }
 
 grt_status grt__cuda_reserve(void *impl, uint64_t size, grt_devptr *va) {

@@ -32,6 +32,9 @@ FAKE_CUDA_API long fake_cuda_live(const char *what);
 FAKE_CUDA_API void fake_cuda_set_device_count(int n);
 /* The flags and (clamped) priority a stream was created with; -1 for a bad handle. */
 FAKE_CUDA_API int fake_cuda_stream_info(void *stream, unsigned *flags, int *priority);
+/* Modern fake only: the granularity cuMemGetAllocationGranularity reports
+ * (a broken driver's 0 included); negative restores the real one (2 MiB). */
+FAKE_CUDA_API void fake_cuda_set_granularity(long g);
 
 /* ---- for tests ---- */
 #ifndef FAKE_CUDA_BUILDING
@@ -45,6 +48,7 @@ typedef struct fake_control {
   long (*live)(const char *what);
   void (*set_device_count)(int n);
   int (*stream_info)(void *stream, unsigned *flags, int *priority);
+  void (*set_granularity)(long g); /* NULL in the old-driver fakes */
   void *(*proc)(const char *symbol); /* the fake's own entry point for symbol (NULL if absent) */
 } fake_control;
 
@@ -74,6 +78,7 @@ static inline int fake_control_open(fake_control *c) {
   *(void **)&c->live = dlsym(h, "fake_cuda_live");
   *(void **)&c->set_device_count = dlsym(h, "fake_cuda_set_device_count");
   *(void **)&c->stream_info = dlsym(h, "fake_cuda_stream_info");
+  *(void **)&c->set_granularity = dlsym(h, "fake_cuda_set_granularity");
   c->proc = fake_control_proc;
   return c->arm && c->clear_faults && c->calls && c->live && c->set_device_count && c->stream_info ? 0 : -1;
 }

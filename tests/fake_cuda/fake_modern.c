@@ -505,13 +505,17 @@ static CUresult f_MemHostGetDevicePointer(CUdeviceptr *pd, void *p, unsigned int
 
 /* ---- virtual memory ---- */
 
+static long reported_granularity = -1; /* fake_cuda_set_granularity */
+
+FAKE_CUDA_API void fake_cuda_set_granularity(long g) { reported_granularity = g; }
+
 static CUresult f_MemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop,
                                               CUmemAllocationGranularity_flags option) {
   FAKE_CALL("cuMemGetAllocationGranularity");
   if (!g || !valid_prop(prop) ||
       (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
     return CUDA_ERROR_INVALID_VALUE;
-  *g = FAKE_GRANULARITY;
+  *g = reported_granularity < 0 ? FAKE_GRANULARITY : (size_t)reported_granularity;
   return CUDA_SUCCESS;
 }
 
