@@ -17,7 +17,7 @@
 #include "alloc_fixture.h"
 #include "base/rng.h"
 
-static const char *const all_policies[] = {"caching", "naive", "bump", "buddy", "slab", "async"};
+static const char *const all_policies[] = {"caching", "naive", "bump", "buddy", "slab", "async", "bestfit"};
 #define N_POLICIES (sizeof all_policies / sizeof all_policies[0])
 
 /* ---- the driver's record: live allocations and a sorted set of physical ranges ---- */
@@ -35,7 +35,7 @@ typedef struct live_alloc {
 
 typedef struct driver {
   fixture fx;
-  int is_slab, is_naive;
+  int is_slab, is_naive, is_bestfit;
   grt__rng rng;
   live_alloc *live;
   size_t n_live, cap_live;
@@ -230,13 +230,20 @@ static void run(const char *policy, uint64_t seed, uint64_t capacity, uint64_t n
   d.fx = make_fixture(policy, capacity, NULL);
   d.is_slab = !strcmp(policy, "slab");
   d.is_naive = !strcmp(policy, "naive");
+  d.is_bestfit = !strcmp(policy, "bestfit");
   grt__rng_seed(&d.rng, seed);
   for (uint64_t i = 0; i < n_ops; i++) step(&d);
   if (seed % 2 == 0) {
     while (d.n_live) op_free(&d);
     assert_int_equal(grt_alloc_empty_cache(d.fx.a), GRT_OK);
     verify(&d, 1);
-    assert_int_equal(dev_stats(d.fx.dev).bytes_in_use, 0); /* async too: its release threshold is 0 */
+    if (d.is_bestfit) { /* a heap keeps its arena; emptied, it is one free range again */
+      grt_alloc_stats s = stats_of(d.fx.a);
+      assert_true(s.reserved_bytes[GRT_STAT_ALL].current > 0);
+      assert_int_equal(s.largest_free_block, (uint64_t)s.reserved_bytes[GRT_STAT_ALL].current);
+    } else {
+      assert_int_equal(dev_stats(d.fx.dev).bytes_in_use, 0); /* async too: its release threshold is 0 */
+    }
   }
   assert_consistent(d.fx.a);
   for (size_t i = 0; i < d.n_live; i++) free(d.live[i].ranges);
@@ -498,9 +505,174 @@ static void test_zoo_oom_and_snapshot(void **state) {
     assert_int_equal(grt_alloc_free(fx.a, a), GRT_OK);
     assert_int_equal(grt_alloc_free(fx.a, b), GRT_OK);
     assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK);
-    assert_int_equal(dev_stats(fx.dev).bytes_in_use, 0);
+    /* bestfit's arena is the whole device and stays until destroy */
+    assert_int_equal(dev_stats(fx.dev).bytes_in_use, strcmp(all_policies[p], "bestfit") ? 0 : 96 * MiB);
     drop_fixture(&fx);
   }
+}
+
+/* Bestfit: one arena spanning the device; each request takes the smallest free range that fits. */
+static void test_bestfit_exact_fit(void **state) {
+  (void)state;
+  fixture fx = make_fixture("bestfit", 64 * MiB, NULL);
+  const grt_devptr base = 0x7f0000000000ull; /* the device's default base: the arena starts there */
+  uint64_t size, req;
+  /* before the first malloc there is no arena: every pointer is unknown */
+  assert_int_equal(free_of(fx.a, base), GRT_ERR_UNKNOWN_POINTER);
+  assert_int_equal(grt_alloc_record_stream(fx.a, base, 1), GRT_ERR_UNKNOWN_POINTER);
+  assert_int_equal(grt_alloc_block_info(fx.a, base, &size, &req), GRT_ERR_UNKNOWN_POINTER);
+  grt_alloc_snapshot *snap;
+  assert_int_equal(grt_alloc_snapshot_take(fx.a, &snap), GRT_OK);
+  assert_int_equal(snap->n_segments, 0);
+  grt_alloc_snapshot_free(snap);
+  assert_int_equal(stats_of(fx.a).largest_free_block, 0);
+  assert_int_equal(dev_stats(fx.dev).bytes_in_use, 0);
+  assert_consistent(fx.a);
+
+  grt_devptr a = must_malloc(fx.a, 1000, 0);
+  assert_int_equal(a, base);
+  assert_int_equal(grt_alloc_block_info(fx.a, a, &size, &req), GRT_OK);
+  assert_int_equal(size, 1024);
+  assert_int_equal(req, 1000);
+  grt_alloc_stats s = stats_of(fx.a);
+  assert_int_equal(s.reserved_bytes[GRT_STAT_ALL].current, 64 * MiB);
+  assert_int_equal(s.segment[GRT_STAT_LARGE_POOL].current, 1);
+  assert_int_equal(s.num_device_alloc, 1);
+  assert_int_equal(dev_stats(fx.dev).bytes_in_use, 64 * MiB);
+  grt_devptr b = must_malloc(fx.a, 4096, 1), c = must_malloc(fx.a, 512, 0), d = must_malloc(fx.a, 2048, 2),
+             e = must_malloc(fx.a, 512, 0);
+  assert_int_equal(b, a + 1024);
+  assert_int_equal(c, b + 4096);
+  assert_int_equal(d, c + 512);
+  assert_int_equal(e, d + 2048);
+  assert_int_equal(free_of(fx.a, b), GRT_OK); /* holes of 4 KiB and 2 KiB */
+  assert_int_equal(free_of(fx.a, d), GRT_OK);
+  assert_int_equal(must_malloc(fx.a, 1500, 0), d); /* the 2 KiB hole fits best */
+  assert_int_equal(must_malloc(fx.a, 3000, 0), b); /* then the 4 KiB one */
+  assert_int_equal(must_malloc(fx.a, 400, 3), d + 1536); /* the 512 B rest of d's hole beats b's 1 KiB rest */
+  grt_devptr big = must_malloc(fx.a, 2 * MiB, 0);
+  assert_int_equal(big, e + 512); /* no hole fits: the tail of the arena */
+  s = stats_of(fx.a);
+  assert_int_equal(s.allocation[GRT_STAT_LARGE_POOL].current, 1);
+  assert_int_equal(s.allocation[GRT_STAT_SMALL_POOL].current, 6);
+  assert_int_equal(s.num_device_alloc, 1); /* one arena, never another device malloc */
+  assert_int_equal(s.largest_free_block, 64 * MiB - (e + 512 - base) - 2 * MiB);
+
+  /* bad pointers: the right class of error, nothing changes */
+  grt_alloc_stats before = stats_of(fx.a);
+  assert_int_equal(free_of(fx.a, a + 512), GRT_ERR_INTERIOR_POINTER);
+  assert_non_null(strstr(grt_alloc_last_error(fx.a), "inside a block"));
+  assert_int_equal(grt_alloc_record_stream(fx.a, big + MiB, 1), GRT_ERR_INTERIOR_POINTER);
+  assert_int_equal(grt_alloc_block_info(fx.a, a + 8, &size, &req), GRT_ERR_INTERIOR_POINTER);
+  assert_int_equal(free_of(fx.a, b + 3072), GRT_ERR_DOUBLE_FREE); /* the free 1 KiB rest of b's hole */
+  assert_int_equal(grt_alloc_record_stream(fx.a, b + 3072, 0), GRT_ERR_DOUBLE_FREE);
+  assert_int_equal(free_of(fx.a, base + 64 * MiB), GRT_ERR_UNKNOWN_POINTER); /* just past the arena */
+  assert_int_equal(free_of(fx.a, base - 512), GRT_ERR_UNKNOWN_POINTER);
+  assert_int_equal(grt_alloc_record_stream(fx.a, c, 5), GRT_OK); /* a heap: nothing to defer */
+  grt_alloc_stats after = stats_of(fx.a);
+  assert_memory_equal(&before, &after, sizeof before);
+  grt_devptr huge;
+  assert_int_equal(grt_alloc_malloc(fx.a, 63 * MiB, 0, &huge), GRT_ERR_OOM); /* fits the device, not a hole */
+  assert_non_null(strstr(grt_alloc_last_error(fx.a), "out of memory (bestfit)"));
+  assert_non_null(strstr(grt_alloc_last_error(fx.a), "the largest free range is 61.99 MiB"));
+  assert_int_equal(grt_alloc_malloc(fx.a, 65 * MiB, 0, &huge), GRT_ERR_OOM); /* larger than the arena */
+  after = stats_of(fx.a);
+  assert_int_equal(after.num_ooms, 2);
+  assert_int_equal(after.allocated_bytes[GRT_STAT_ALL].current, before.allocated_bytes[GRT_STAT_ALL].current);
+  assert_consistent(fx.a);
+
+  /* the snapshot: one large segment, live blocks and the gaps between them in address order */
+  assert_int_equal(grt_alloc_snapshot_take(fx.a, &snap), GRT_OK);
+  assert_int_equal(snap->n_segments, 1);
+  const grt_snapshot_segment *g = &snap->segments[0];
+  assert_int_equal(g->address, base);
+  assert_int_equal(g->total_size, 64 * MiB);
+  assert_true(g->is_large);
+  assert_int_equal(g->allocated_size, (uint64_t)after.allocated_bytes[GRT_STAT_ALL].current);
+  static const struct {
+    uint64_t off, size;
+    int active;
+  } want[] = {{0, 1024, 1},    {1024, 3072, 1},    {4096, 1024, 0},    {5120, 512, 1},
+              {5632, 1536, 1}, {7168, 512, 1},     {7680, 512, 1},     {8192, 2 * MiB, 1}};
+  assert_int_equal(g->n_blocks, sizeof want / sizeof want[0] + 1);
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    assert_int_equal(g->blocks[i].address, base + want[i].off);
+    assert_int_equal(g->blocks[i].size, want[i].size);
+    assert_int_equal(g->blocks[i].state, want[i].active ? GRT_BLOCK_ACTIVE_ALLOCATED : GRT_BLOCK_INACTIVE);
+  }
+  assert_int_equal(g->blocks[8].state, GRT_BLOCK_INACTIVE); /* the tail */
+  assert_int_equal(g->blocks[8].address + g->blocks[8].size, base + 64 * MiB);
+  grt_alloc_snapshot_free(snap);
+
+  /* everything freed: one free range again; the arena stays through empty_cache */
+  grt_devptr live[] = {a, b, c, d, d + 1536, e, big};
+  for (size_t i = 0; i < sizeof live / sizeof live[0]; i++) assert_int_equal(free_of(fx.a, live[i]), GRT_OK);
+  assert_int_equal(free_of(fx.a, a), GRT_ERR_DOUBLE_FREE);
+  assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK);
+  s = stats_of(fx.a);
+  assert_int_equal(s.allocated_bytes[GRT_STAT_ALL].current, 0);
+  assert_int_equal(s.requested_bytes[GRT_STAT_ALL].current, 0);
+  assert_int_equal(s.largest_free_block, 64 * MiB);
+  assert_int_equal(dev_stats(fx.dev).bytes_in_use, 64 * MiB);
+  assert_int_equal(must_malloc(fx.a, 64 * MiB, 0), base); /* the whole arena in one block */
+  assert_consistent(fx.a);
+  assert_int_equal(grt_alloc_destroy(fx.a), GRT_OK); /* with a live block: the arena goes back */
+  assert_int_equal(dev_stats(fx.dev).bytes_in_use, 0);
+  assert_int_equal(grt_device_destroy(fx.dev), GRT_OK);
+}
+
+/* Bestfit's arena: the largest device hole at the first malloc; a failed take leaves no arena behind. */
+static void test_bestfit_arena(void **state) {
+  (void)state;
+  fixture fx = make_fixture("bestfit", 64 * MiB, NULL);
+  grt_devptr x, hog;
+  assert_int_equal(grt_device_inject_malloc_failure(fx.dev, 1), GRT_OK);
+  /* the device's answer passes through, as with naive */
+  assert_int_equal(grt_alloc_malloc(fx.a, 1000, 0, &x), GRT_ERR_FAULT_INJECTED);
+  assert_non_null(strstr(grt_alloc_last_error(fx.a), "injected"));
+  grt_alloc_stats s = stats_of(fx.a);
+  assert_int_equal(s.num_ooms, 0);
+  assert_int_equal(s.num_device_alloc, 0);
+  assert_int_equal(s.reserved_bytes[GRT_STAT_ALL].current, 0);
+  assert_int_equal(free_of(fx.a, 0x7f0000000000ull), GRT_ERR_UNKNOWN_POINTER); /* still no arena */
+  assert_consistent(fx.a);
+  /* a device with no memory left: no arena can be taken */
+  assert_int_equal(grt_device_malloc(fx.dev, 64 * MiB, &hog), GRT_OK);
+  assert_int_equal(grt_alloc_malloc(fx.a, 1000, 0, &x), GRT_ERR_OOM);
+  assert_non_null(strstr(grt_alloc_last_error(fx.a), "the largest free range is 0 B"));
+  assert_int_equal(stats_of(fx.a).num_ooms, 1);
+  assert_int_equal(grt_device_free(fx.dev, hog), GRT_OK);
+  /* another user holds the first MiB: the arena is the 63 MiB hole after it */
+  assert_int_equal(grt_device_malloc(fx.dev, MiB, &hog), GRT_OK);
+  x = must_malloc(fx.a, 1000, 0);
+  assert_int_equal(x, hog + MiB);
+  s = stats_of(fx.a);
+  assert_int_equal(s.reserved_bytes[GRT_STAT_ALL].current, 63 * MiB);
+  assert_int_equal(s.num_device_alloc, 1);
+  assert_int_equal(free_of(fx.a, hog), GRT_ERR_UNKNOWN_POINTER); /* below the arena: not ours */
+  assert_int_equal(grt_device_free(fx.dev, hog), GRT_OK);
+  grt_devptr y;
+  assert_int_equal(grt_alloc_malloc(fx.a, 63 * MiB, 0, &y), GRT_ERR_OOM); /* the arena never grows */
+  assert_int_equal(free_of(fx.a, x), GRT_OK);
+  assert_int_equal(must_malloc(fx.a, 63 * MiB, 0), x);
+  drop_fixture(&fx);
+
+  fx = make_fixture("bestfit", 64 * MiB, NULL); /* never used: destroy has no arena to return */
+  drop_fixture(&fx);
+  /* a first request larger than the device: the arena is taken, the request fails */
+  fx = make_fixture("bestfit", 64 * MiB, NULL);
+  assert_int_equal(grt_alloc_malloc(fx.a, 65 * MiB, 0, &x), GRT_ERR_OOM);
+  assert_non_null(strstr(grt_alloc_last_error(fx.a), "tried to allocate 65.00 MiB; the largest free range is 64.00 MiB"));
+  assert_int_equal(free_of(fx.a, 0x7f0000000000ull + MiB), GRT_ERR_DOUBLE_FREE); /* inside the empty arena */
+  grt_alloc_snapshot *snap;
+  assert_int_equal(grt_alloc_snapshot_take(fx.a, &snap), GRT_OK);
+  assert_int_equal(snap->n_segments, 1);
+  assert_int_equal(snap->segments[0].n_blocks, 1);
+  assert_int_equal(snap->segments[0].blocks[0].state, GRT_BLOCK_INACTIVE);
+  assert_int_equal(snap->segments[0].blocks[0].size, 64 * MiB);
+  assert_int_equal(snap->segments[0].allocated_size, 0);
+  grt_alloc_snapshot_free(snap);
+  drop_fixture(&fx);
 }
 
 int main(void) {
@@ -510,6 +682,8 @@ int main(void) {
       cmocka_unit_test(test_slab_zero_external_fragmentation),
       cmocka_unit_test(test_async_release_threshold),
       cmocka_unit_test(test_zoo_oom_and_snapshot),
+      cmocka_unit_test(test_bestfit_exact_fit),
+      cmocka_unit_test(test_bestfit_arena),
       cmocka_unit_test(test_randomized_invariants),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

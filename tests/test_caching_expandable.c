@@ -3,6 +3,7 @@
  * unmapped by empty_cache, PyTorch's statistics. */
 #include <stdlib.h>
 
+#include "alloc/import_expandable.h"
 #include "alloc_fixture.h"
 
 static fixture make_expandable(uint64_t capacity) {
@@ -100,11 +101,77 @@ static void test_expandable_oom(void **state) {
   drop_fixture(&fx);
 }
 
+/* The replayer's import of a recorded expandable state: mapped ranges anywhere in a (stream, pool)
+ * reservation become free mapped blocks between unmapped ones; misplaced ranges are refused. */
+static void test_import_mapped_ranges(void **state) {
+  (void)state;
+  fixture fx = make_expandable(GRT_GiB);
+  grt_devptr va = 0, va2 = 0;
+  const uint64_t P = 2 * MiB; /* the small pool's page */
+  assert_int_equal(grt__alloc_import_expandable(fx.a, 0, 0, 2 * P, P, &va), GRT_OK); /* splits off the front */
+  assert_true(va != 0);
+  assert_int_equal(grt__alloc_import_expandable(fx.a, 0, 0, 4 * P, P, &va2), GRT_OK); /* after a gap */
+  assert_int_equal(va2, va); /* the same reservation */
+  grt_alloc_stats s = stats_of(fx.a);
+  assert_int_equal(s.reserved_bytes[GRT_STAT_SMALL_POOL].current, 2 * P);
+  assert_int_equal(s.num_device_alloc, 0); /* imported, not a device malloc of the replay */
+  grt_device_stats d = dev_stats(fx.dev);
+  assert_int_equal(d.mapped_bytes, 2 * P);
+  assert_int_equal(d.map_calls, 2);
+  assert_consistent(fx.a);
+  /* refusals: mapped already, not page-aligned, empty, past the reservation; nothing changes */
+  assert_int_equal(grt__alloc_import_expandable(fx.a, 0, 0, 2 * P, P, &va2), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__alloc_import_expandable(fx.a, 0, 0, 2 * P, 2 * P, &va2), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__alloc_import_expandable(fx.a, 0, 0, P / 2, P, &va2), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__alloc_import_expandable(fx.a, 0, 0, 0, P / 2, &va2), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__alloc_import_expandable(fx.a, 0, 0, 0, 0, &va2), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__alloc_import_expandable(fx.a, 0, 0, 0, 2 * GRT_GiB, &va2), GRT_ERR_INVALID_ARG);
+  assert_int_equal(stats_of(fx.a).reserved_bytes[GRT_STAT_ALL].current, 2 * P);
+  /* the gap between the two ranges, exactly: no split needed */
+  assert_int_equal(grt__alloc_import_expandable(fx.a, 0, 0, 3 * P, P, &va2), GRT_OK);
+  assert_consistent(fx.a);
+  /* the three pages are one mapped range holding one free block */
+  grt_alloc_snapshot *snap;
+  assert_int_equal(grt_alloc_snapshot_take(fx.a, &snap), GRT_OK);
+  assert_int_equal(snap->n_segments, 1);
+  assert_int_equal(snap->segments[0].address, va + 2 * P);
+  assert_int_equal(snap->segments[0].total_size, 3 * P);
+  assert_int_equal(snap->segments[0].n_blocks, 1);
+  assert_int_equal(snap->segments[0].blocks[0].state, GRT_BLOCK_INACTIVE);
+  grt_alloc_snapshot_free(snap);
+  grt_devptr p = must_malloc(fx.a, MiB, 0); /* served from it without a device call */
+  assert_int_equal(p, va + 2 * P);
+  s = stats_of(fx.a);
+  assert_int_equal(s.num_device_alloc, 0);
+  assert_int_equal(dev_stats(fx.dev).map_calls, 3);
+  /* the large pool of another stream: a reservation of its own */
+  assert_int_equal(grt__alloc_import_expandable(fx.a, 7, 1, 0, 20 * MiB, &va2), GRT_OK);
+  assert_true(va2 != va);
+  assert_int_equal(stats_of(fx.a).reserved_bytes[GRT_STAT_LARGE_POOL].current, 20 * MiB);
+  assert_consistent(fx.a);
+  assert_int_equal(grt_alloc_free(fx.a, p), GRT_OK);
+  assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK); /* every imported page is unmapped */
+  assert_int_equal(dev_stats(fx.dev).mapped_bytes, 0);
+  assert_int_equal(stats_of(fx.a).reserved_bytes[GRT_STAT_ALL].current, 0);
+  drop_fixture(&fx);
+
+  /* only "caching" with expandable segments */
+  assert_int_equal(grt__alloc_import_expandable(NULL, 0, 0, 0, P, &va), GRT_ERR_INVALID_ARG);
+  fx = make_fixture("caching", GRT_GiB, NULL);
+  assert_int_equal(grt__alloc_import_expandable(fx.a, 0, 0, 0, P, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__alloc_import_expandable(fx.a, 0, 0, 0, P, &va), GRT_ERR_UNSUPPORTED);
+  drop_fixture(&fx);
+  fx = make_fixture("naive", GRT_GiB, NULL);
+  assert_int_equal(grt__alloc_import_expandable(fx.a, 0, 0, 0, P, &va), GRT_ERR_UNSUPPORTED);
+  drop_fixture(&fx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_map_on_demand),
       cmocka_unit_test(test_partial_unmap),
       cmocka_unit_test(test_expandable_oom),
+      cmocka_unit_test(test_import_mapped_ranges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -184,6 +184,88 @@ static void test_allocator_hooks(void **state) {
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
+typedef struct uev_wait_arg {
+  grt_user_event *u;
+  uint64_t v;
+  grt_user_event *go; /* signalled first when not NULL */
+  grt_status st;      /* what the wait returned (written by the host function, read after the sync) */
+} uev_wait_arg;
+
+static void host_wait(void *p) {
+  uev_wait_arg *a = p;
+  if (a->go) grt_user_event_signal(a->go, 1);
+  a->st = grt_user_event_wait(a->u, a->v);
+}
+
+static void host_nothing(void *p) { (void)p; }
+
+/* One host slot: a host function blocked on a user event holds it; the function that would let the signal
+ * through waits for that slot. The cycle goes through the slot. */
+static void test_host_slot_cycle(void **state) {
+  grt_exec_config cfg;
+  grt_exec_config_default(&cfg);
+  cfg.clock = clock_of(state);
+  cfg.host_slots = 1;
+  grt_exec *exec = NULL;
+  assert_int_equal(grt_exec_create(&cfg, &exec), GRT_OK);
+  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A");
+  grt_stream *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "B");
+  grt_user_event *u, *go;
+  assert_int_equal(grt_user_event_create(exec, "u", &u), GRT_OK);
+  assert_int_equal(grt_user_event_create(exec, "go", &go), GRT_OK);
+  uev_wait_arg w = {u, 1, go, GRT_OK};
+  assert_int_equal(grt_launch_host_func(a, host_wait, &w), GRT_OK);
+  assert_int_equal(grt_stream_wait_user_event(b, go, 1), GRT_OK); /* A's function holds the slot by then */
+  assert_int_equal(grt_launch_host_func(b, host_nothing, NULL), GRT_OK);
+  assert_int_equal(grt_stream_signal_user_event(b, u, 1), GRT_OK);
+  assert_int_equal(grt_exec_synchronize(exec), GRT_ERR_DEADLOCK);
+  char msg[1024];
+  assert_int_equal(grt_exec_get_error(exec, msg, sizeof msg), GRT_ERR_DEADLOCK);
+  print_message("%s\n", msg);
+  assert_non_null(strstr(msg, "cycle of 2"));
+  assert_non_null(strstr(msg, "stream 'B' waits for a host-function slot held by stream 'A'"));
+  assert_non_null(strstr(msg, "a host function on stream 'A' waits for user event 'u' >= 1"));
+  assert_int_equal(w.st, GRT_ERR_DEADLOCK); /* the blocked function's wait returned */
+  assert_int_equal(grt_user_event_destroy(u), GRT_OK);
+  assert_int_equal(grt_user_event_destroy(go), GRT_OK);
+  assert_int_equal(grt_stream_destroy(a), GRT_OK);
+  assert_int_equal(grt_stream_destroy(b), GRT_OK);
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+}
+
+/* The virtual clock's host stall, described for each kind of waiter. */
+static void test_virtual_host_stall_kinds(void **state) {
+  (void)state;
+  /* the host itself waits, nothing pending */
+  grt_exec *exec = make_exec(GRT_CLOCK_VIRTUAL, 0);
+  grt_user_event *u;
+  assert_int_equal(grt_user_event_create(exec, "alone", &u), GRT_OK);
+  assert_int_equal(grt_user_event_wait(u, 1), GRT_ERR_DEADLOCK);
+  char msg[600];
+  assert_int_equal(grt_exec_get_error(exec, msg, sizeof msg), GRT_ERR_DEADLOCK);
+  assert_non_null(strstr(msg, "the host thread driving the virtual clock waits"));
+  assert_non_null(strstr(msg, "no work is pending: nothing will signal it"));
+  assert_int_equal(grt_user_event_wait(u, 1), GRT_ERR_DEADLOCK); /* sticky */
+  assert_int_equal(grt_user_event_destroy(u), GRT_OK);
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+
+  /* a host function waits for a value only the host would signal; the host synchronizes */
+  exec = make_exec(GRT_CLOCK_VIRTUAL, 0);
+  grt_stream *s = make_stream(exec, GRT_STREAM_NON_BLOCKING, "hs");
+  assert_int_equal(grt_user_event_create(exec, "host-only", &u), GRT_OK);
+  uev_wait_arg w = {u, 4, NULL, GRT_OK};
+  assert_int_equal(grt_user_event_signal(u, 2), GRT_OK);
+  assert_int_equal(grt_launch_host_func(s, host_wait, &w), GRT_OK);
+  assert_int_equal(grt_stream_synchronize(s), GRT_ERR_DEADLOCK);
+  assert_int_equal(grt_exec_get_error(exec, msg, sizeof msg), GRT_ERR_DEADLOCK);
+  assert_non_null(strstr(msg, "a host function on stream 'hs' waits for user event 'host-only' >= 4"));
+  assert_null(strstr(msg, "no work is pending"));
+  assert_int_equal(w.st, GRT_ERR_DEADLOCK);
+  assert_int_equal(grt_user_event_destroy(u), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       BOTH_CLOCKS(test_uev_cycle),
@@ -193,6 +275,8 @@ int main(void) {
       BOTH_CLOCKS(test_plain_events_never_deadlock),
       BOTH_CLOCKS(test_host_signal_later_is_fine),
       cmocka_unit_test(test_virtual_host_stall),
+      BOTH_CLOCKS(test_host_slot_cycle),
+      cmocka_unit_test(test_virtual_host_stall_kinds),
       BOTH_CLOCKS(test_bad_input),
       BOTH_CLOCKS(test_allocator_hooks),
   };

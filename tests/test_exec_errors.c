@@ -321,6 +321,44 @@ static void test_legacy_cycle(void **state) {
   }
 }
 
+/* A user event named by a wait queued behind other work is still in use; values only rise; a destroyed
+ * user event refuses stream ops. */
+static void test_user_event_lifetime(void **state) {
+  (void)state;
+  for (int c = 0; c < 2; c++) {
+    grt_exec_config cfg;
+    grt_exec_config_default(&cfg);
+    cfg.clock = c ? GRT_CLOCK_VIRTUAL : GRT_CLOCK_THREADS;
+    grt_exec *exec = NULL;
+    assert_int_equal(grt_exec_create(&cfg, &exec), GRT_OK);
+    grt_stream *s = NULL;
+    assert_int_equal(grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &s), GRT_OK);
+    grt_user_event *first, *second;
+    assert_int_equal(grt_user_event_create(exec, "first", &first), GRT_OK);
+    assert_int_equal(grt_user_event_create(exec, "second", &second), GRT_OK);
+    assert_int_equal(grt_stream_wait_user_event(s, first, 1), GRT_OK);  /* the head: s waits here */
+    assert_int_equal(grt_stream_wait_user_event(s, second, 1), GRT_OK); /* queued behind it */
+    assert_int_equal(grt_user_event_destroy(second), GRT_ERR_BUSY);
+    assert_int_equal(grt_user_event_signal(second, 7), GRT_OK);
+    assert_int_equal(grt_user_event_signal(second, 3), GRT_OK); /* lower: ignored */
+    uint64_t v;
+    assert_int_equal(grt_user_event_value(second, &v), GRT_OK);
+    assert_int_equal(v, 7);
+    assert_int_equal(grt_user_event_signal(first, 1), GRT_OK);
+    assert_int_equal(grt_stream_synchronize(s), GRT_OK);
+    assert_int_equal(grt_user_event_destroy(second), GRT_OK);
+    assert_int_equal(grt_stream_wait_user_event(s, second, 1), GRT_ERR_DESTROYED);
+    assert_int_equal(grt_stream_signal_user_event(s, second, 1), GRT_ERR_DESTROYED);
+    assert_int_equal(grt_user_event_value(second, &v), GRT_ERR_DESTROYED);
+    assert_int_equal(grt_user_event_wait(second, 1), GRT_ERR_DESTROYED);
+    assert_int_equal(grt_stream_query(s), GRT_OK); /* the refused ops queued nothing */
+    assert_int_equal(grt_user_event_destroy(first), GRT_OK);
+    assert_int_equal(grt_user_event_destroy(NULL), GRT_OK);
+    assert_int_equal(grt_stream_destroy(s), GRT_OK);
+    assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_config),
@@ -328,6 +366,7 @@ int main(void) {
       cmocka_unit_test(test_exec_args),
       cmocka_unit_test(test_children_args),
       cmocka_unit_test(test_legacy_cycle),
+      cmocka_unit_test(test_user_event_lifetime),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -135,6 +135,75 @@ static void test_s3_threads_random(void **state) {
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
+/* Creations failing one at a time (fault injection): each scenario returns the fault and leaves the exec
+ * without live children (destroy succeeds) and the device empty; bad arguments are refused. */
+static void test_scenarios_clean_up_after_faults(void **state) {
+  (void)state;
+  static const struct {
+    grt_exec_fault kind;
+    unsigned pipe_creations, deadlock_creations; /* STREAMS layout; CYCLE3 */
+  } kinds[] = {{GRT_EXEC_FAULT_STREAM_CREATE, 3, 3},
+               {GRT_EXEC_FAULT_EVENT_CREATE, 4, 2},
+               {GRT_EXEC_FAULT_USER_EVENT_CREATE, 0, 2}};
+  grt__pipe_params p = {3, 4096, 1000};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    for (unsigned nth = 1; nth <= 5; nth++) {
+      grt_exec *exec = make_exec(GRT_CLOCK_VIRTUAL, 0);
+      grt__pipe_result r;
+      assert_int_equal(grt_exec_inject_failure(exec, kinds[k].kind, nth), GRT_OK);
+      grt_status st = grt__scn_pipeline(exec, &p, GRT__PIPE_STREAMS, &r);
+      assert_int_equal(st, nth <= kinds[k].pipe_creations ? GRT_ERR_FAULT_INJECTED : GRT_OK);
+      if (!st) assert_true(r.output_ok);
+      assert_int_equal(grt_exec_inject_failure(exec, kinds[k].kind, nth), GRT_OK);
+      char msg[512] = "";
+      st = grt__scn_deadlock(exec, GRT__DL_UEV_CYCLE3, msg, sizeof msg);
+      assert_int_equal(st, nth <= kinds[k].deadlock_creations ? GRT_ERR_FAULT_INJECTED : GRT_ERR_DEADLOCK);
+      grt_device *dev;
+      assert_int_equal(grt_exec_get_device(exec, &dev), GRT_OK);
+      grt_device_stats ds;
+      assert_int_equal(grt_device_get_stats(dev, &ds), GRT_OK);
+      assert_int_equal(ds.bytes_in_use, 0);
+      assert_int_equal(grt_exec_destroy(exec), GRT_OK); /* nothing left behind */
+    }
+  }
+  /* a pipeline whose buffers do not fit the device: the buffers taken so far go back */
+  grt_exec *exec = make_exec(GRT_CLOCK_VIRTUAL, 0);
+  grt__pipe_params big = {3, 6 * GRT_MiB, 1000};
+  grt__pipe_result r;
+  assert_int_equal(grt__scn_pipeline(exec, &big, GRT__PIPE_SERIAL, &r), GRT_ERR_OOM);
+  grt_device *dev;
+  assert_int_equal(grt_exec_get_device(exec, &dev), GRT_OK);
+  grt_device_stats ds;
+  assert_int_equal(grt_device_get_stats(dev, &ds), GRT_OK);
+  assert_int_equal(ds.bytes_in_use, 0);
+  grt__pipe_params bad = p;
+  assert_int_equal(grt__scn_pipeline(NULL, &p, GRT__PIPE_SERIAL, &r), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__scn_pipeline(exec, NULL, GRT__PIPE_SERIAL, &r), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__scn_pipeline(exec, &p, GRT__PIPE_SERIAL, NULL), GRT_ERR_INVALID_ARG);
+  bad.chunks = 0;
+  assert_int_equal(grt__scn_pipeline(exec, &bad, GRT__PIPE_SERIAL, &r), GRT_ERR_INVALID_ARG);
+  bad = p;
+  bad.chunk_bytes = 0;
+  assert_int_equal(grt__scn_pipeline(exec, &bad, GRT__PIPE_SERIAL, &r), GRT_ERR_INVALID_ARG);
+  char msg[8];
+  assert_int_equal(grt__scn_deadlock(NULL, GRT__DL_UEV_CYCLE, msg, sizeof msg), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__scn_deadlock(exec, GRT__DL_UEV_CYCLE, msg, 0), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__scn_deadlock(exec, GRT__DL_PLAIN_EVENTS, NULL, 0), GRT_OK); /* the message is optional */
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+
+  /* S3's set-up: a stream creation failing leaves nothing behind either */
+  for (unsigned nth = 1; nth <= 2; nth++) {
+    exec = make_exec(GRT_CLOCK_VIRTUAL, 0);
+    assert_int_equal(grt_exec_inject_failure(exec, GRT_EXEC_FAULT_STREAM_CREATE, nth), GRT_OK);
+    grt__lifetime lt;
+    assert_int_equal(grt__lifetime_init(&lt, exec, 4096), GRT_ERR_FAULT_INJECTED);
+    assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+  }
+  int corrupted;
+  grt__lifetime_sched sc = {0, 1000, 0, 1000, 0};
+  assert_int_equal(grt__lifetime_run(NULL, 1, &sc, 1, &corrupted), GRT_ERR_INVALID_ARG);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       BOTH_CLOCKS(test_s1_overlap),
@@ -142,6 +211,7 @@ int main(void) {
       BOTH_CLOCKS(test_s3_gated),
       cmocka_unit_test(test_s3_virtual_explore),
       cmocka_unit_test(test_s3_threads_random),
+      cmocka_unit_test(test_scenarios_clean_up_after_faults),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

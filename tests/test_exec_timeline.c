@@ -177,12 +177,73 @@ static void test_timeline_off(void **state) {
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
+typedef struct delay_arg {
+  grt_exec *exec;
+  grt_status st;
+} delay_arg;
+
+/* A host function may not delay the host: it runs on the device side. */
+static void delay_in_body(void *p) {
+  delay_arg *d = p;
+  d->st = grt_exec_host_delay(d->exec, 1000);
+}
+
+/* The timeline's write failures and refusals; host delays and stream names (the sorder support calls). */
+static void test_timeline_io_and_host_delay(void **state) {
+  grt_exec *exec = make_exec(clock_of(state), 1);
+  grt_stream *s = make_stream(exec, GRT_STREAM_NON_BLOCKING, "a stream with a rather long name");
+  grt_kernel_desc k = {NULL, NULL, 2000, GRT_ENGINE_COMPUTE, "k"};
+  assert_int_equal(grt_launch_kernel(s, &k), GRT_OK);
+  assert_int_equal(grt_stream_synchronize(s), GRT_OK);
+  FILE *ro = fopen("/dev/null", "r");
+  assert_non_null(ro);
+  assert_int_equal(grt_exec_timeline_write_json(exec, ro), GRT_ERR_IO); /* every write fails */
+  fclose(ro);
+  FILE *full = fopen("/dev/full", "w");
+  if (full) {
+    fclose(full);
+    assert_int_equal(grt_exec_timeline_save(exec, "/dev/full"), GRT_ERR_IO); /* fails at close */
+  }
+  assert_int_equal(grt_exec_timeline_write_json(NULL, stdout), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_exec_timeline_write_json(exec, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_exec_timeline_save(NULL, "/tmp/x"), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_exec_timeline_save(exec, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_exec_timeline_clear(NULL), GRT_ERR_INVALID_ARG);
+  size_t n;
+  assert_int_equal(grt_exec_timeline_count(NULL, &n), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_exec_timeline_count(exec, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_exec_timeline_count(exec, &n), GRT_OK);
+  assert_int_equal(n, 1); /* the refusals recorded nothing */
+
+  char name[8];
+  assert_int_equal(grt_stream_get_name(s, name, sizeof name), GRT_OK);
+  assert_string_equal(name, "a strea"); /* truncated to the buffer */
+  assert_int_equal(grt_stream_get_name(s, NULL, 8), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_stream_get_name(s, name, 0), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_stream_get_name(NULL, name, sizeof name), GRT_ERR_INVALID_ARG);
+
+  uint64_t t0, t1;
+  assert_int_equal(grt_exec_now_ns(exec, &t0), GRT_OK);
+  assert_int_equal(grt_exec_host_delay(exec, 0), GRT_OK);
+  assert_int_equal(grt_exec_host_delay(exec, 50000), GRT_OK);
+  assert_int_equal(grt_exec_now_ns(exec, &t1), GRT_OK);
+  assert_true(t1 - t0 >= 50000);
+  assert_int_equal(grt_exec_host_delay(NULL, 10), GRT_ERR_INVALID_ARG);
+  delay_arg d = {exec, GRT_OK};
+  assert_int_equal(grt_launch_host_func(s, delay_in_body, &d), GRT_OK);
+  assert_int_equal(grt_stream_synchronize(s), GRT_OK);
+  assert_int_equal(d.st, GRT_ERR_NOT_PERMITTED);
+  grt_stream_destroy(s);
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_validator_self_check),
       BOTH_CLOCKS(test_pipeline_timeline),
       BOTH_CLOCKS(test_escaping),
       BOTH_CLOCKS(test_timeline_off),
+      BOTH_CLOCKS(test_timeline_io_and_host_delay),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

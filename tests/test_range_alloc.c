@@ -212,6 +212,73 @@ static void test_workload_runner_agrees(void **state) {
   assert_null(grt__workload_allocator_name(GRT__WALLOC_COUNT));
 }
 
+/* Medians over several runs, fills that run out of room, every invalid configuration, the op stream. */
+static void test_workload_runner_edges(void **state) {
+  (void)state;
+  grt__churn_config c;
+  grt__w1_config(&c, 9, 2);
+  assert_int_equal(c.capacity, 8 * GRT_GiB);
+  assert_int_equal(c.slots, 1000);
+  assert_int_equal(c.granule, 256);
+  c.capacity = 64 * GRT_MiB; /* far below the fill's demand: fill failures, timed failures */
+  c.slots = 200;
+  c.iterations = 3000;
+  grt__churn_result two, three;
+  assert_int_equal(grt__churn_run(&c, GRT__WALLOC_BINS, &two), GRT_OK); /* even runs: mean of the middle two */
+  assert_true(two.fill_failures > 0);
+  assert_true(two.failures > 0);
+  assert_int_equal(two.failures_with_hole, 0);
+  assert_true(two.ns_min <= two.ns_per_pair);
+  c.runs = 3;
+  assert_int_equal(grt__churn_run(&c, GRT__WALLOC_OTREE, &three), GRT_OK);
+  assert_int_equal(three.checksum, two.checksum); /* same stream, same exact best fit */
+  assert_int_equal(three.failures, two.failures);
+  assert_int_equal(three.fill_failures, two.fill_failures);
+
+  grt__churn_ops a, b;
+  assert_int_equal(grt__churn_draw(&c, &a), GRT_OK);
+  assert_int_equal(grt__churn_draw(&c, &b), GRT_OK);
+  assert_memory_equal(a.size, b.size, c.iterations * sizeof *a.size); /* seeded */
+  assert_memory_equal(a.slot, b.slot, c.iterations * sizeof *a.slot);
+  for (uint32_t i = 0; i < c.iterations; i++) {
+    assert_true(a.slot[i] < c.slots);
+    assert_true(a.size[i] >= c.min_size && a.size[i] <= c.max_size + c.granule);
+    assert_int_equal(a.size[i] % c.granule, 0);
+  }
+  grt__churn_ops_free(&a);
+  assert_null(a.size);
+  grt__churn_ops_free(&b);
+  grt__churn_ops_free(NULL);
+
+  const grt__churn_config good = c;
+  grt__churn_config bad[10];
+  for (int i = 0; i < 10; i++) bad[i] = good;
+  bad[0].capacity = 0;
+  bad[1].slots = 0;
+  bad[2].iterations = 0;
+  bad[3].runs = 0;
+  bad[4].min_size = 0;
+  bad[5].min_size = bad[5].max_size + 1;
+  bad[6].granule = 0;
+  bad[7].granule = 768;
+  bad[8].max_size = UINT64_MAX - 100;
+  bad[9].min_size = 1;
+  bad[9].max_size = UINT64_MAX;
+  grt__churn_result r;
+  for (int i = 0; i < 10; i++) {
+    assert_int_equal(grt__churn_run(&bad[i], GRT__WALLOC_BINS, &r), GRT_ERR_INVALID_ARG);
+    assert_int_equal(grt__churn_draw(&bad[i], &a), GRT_ERR_INVALID_ARG);
+  }
+  assert_int_equal(grt__churn_run(&good, GRT__WALLOC_COUNT, &r), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__churn_run(NULL, GRT__WALLOC_BINS, &r), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__churn_run(&good, GRT__WALLOC_BINS, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__churn_draw(NULL, &a), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__churn_draw(&good, NULL), GRT_ERR_INVALID_ARG);
+  assert_string_equal(grt__workload_allocator_name(GRT__WALLOC_BINS), "bins");
+  assert_string_equal(grt__workload_allocator_name(GRT__WALLOC_OTREE), "otree");
+  assert_string_equal(grt__workload_allocator_name(GRT__WALLOC_HARNESS), "harness");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_basic_best_fit_and_merge),
@@ -220,6 +287,7 @@ int main(void) {
       cmocka_unit_test(test_churn_small),
       cmocka_unit_test(test_churn_granular),
       cmocka_unit_test(test_workload_runner_agrees),
+      cmocka_unit_test(test_workload_runner_edges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,6 +65,28 @@ static void test_min_capacity(void **state) {
   assert_false(s.has_oom);
   s = replay(t, "naive", cap - 512, false);
   assert_true(s.has_oom);
+  /* defaults: caching, granularity peak/1024 (at least 512 B); the answer is still zero-OOM and tight */
+  uint64_t cap2 = 0;
+  assert_int_equal(grt_replay_min_capacity(t, NULL, 0, &cap2, NULL), GRT_OK);
+  assert_int_equal(cap2 % 512, 0);
+  assert_false(replay(t, "caching", cap2, false).has_oom);
+  assert_true(replay(t, "caching", cap2 - 512, false).has_oom);
+  assert_int_equal(grt_replay_min_capacity(NULL, &c, 512, &cap2, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_replay_min_capacity(t, &c, 512, NULL, NULL), GRT_ERR_INVALID_ARG);
+  c.policy = "no-such-policy";
+  assert_int_equal(grt_replay_min_capacity(t, &c, 512, &cap2, NULL), GRT_ERR_NOT_FOUND);
+  grt_trace_destroy(t);
+  /* a request larger than any device the search tries: no capacity, but the peak is reported */
+  t = load("gpurt-trace 1\nalloc 0 4096\nalloc 1 2199023255552\n");
+  live = 0;
+  assert_int_equal(grt_replay_min_capacity(t, NULL, 512, &cap2, &live), GRT_ERR_OOM);
+  assert_int_equal(live, 4096);
+  grt_trace_destroy(t);
+  /* nothing allocated: one granule suffices */
+  t = load("gpurt-trace 1\nfree 3 100\n");
+  assert_int_equal(grt_replay_min_capacity(t, NULL, 4096, &cap2, &live), GRT_OK);
+  assert_int_equal(live, 0);
+  assert_int_equal(cap2, 4096);
   grt_trace_destroy(t);
 }
 

@@ -73,9 +73,106 @@ static void test_stream_equals_loaded_random(void **state) {
   free(text);
 }
 
+/* Appends text formatted with two numbers (fmt uses at most two %llu) to a growing buffer. */
+typedef struct text_buf {
+  char *p;
+  size_t len, cap;
+} text_buf;
+
+static void put(text_buf *t, const char *fmt, unsigned long long a, unsigned long long b) {
+  if (t->len + 128 > t->cap) {
+    t->cap = t->cap ? 2 * t->cap : 1 << 16;
+    t->p = realloc(t->p, t->cap);
+    assert_non_null(t->p);
+  }
+  t->len += (size_t)snprintf(t->p + t->len, t->cap - t->len, fmt, a, b);
+}
+
+/* Thousands of ids live at once (the reader's id table grows and rehashes), thousands freed at once (its
+ * free-slot list grows), free_requested before free_completed, unmatched frees: streamed equals loaded. */
+static void test_stream_many_live_ids(void **state) {
+  (void)state;
+  text_buf t = {0};
+  put(&t, "gpurt-trace 1\n", 0, 0);
+  for (int round = 0; round < 2; round++) {
+    for (unsigned long long i = 0; i < 3000; i++) put(&t, "alloc %llu %llu\n", i * 7919 + 13, 512 + i % 4096);
+    for (unsigned long long i = 0; i < 3000; i++) {
+      if (i % 3 == 0) put(&t, "free_requested %llu %llu\n", i * 7919 + 13, 512 + i % 4096);
+      put(&t, "free %llu %llu\n", i * 7919 + 13, 512 + i % 4096);
+    }
+    put(&t, "free %llu %llu\n", 5, 0);                /* unmatched: never allocated */
+    put(&t, "free_requested %llu %llu\n", 11, 0);    /* unmatched too */
+  }
+  char *path = write_temp(t.p);
+  grt_trace *tr = load(t.p);
+  grt_replay_summary a = replay(tr, "caching", 1ull << 32, false), b;
+  grt_replay_config c;
+  grt_replay_config_default(&c);
+  c.capacity = 1ull << 32;
+  grt_trace_error err;
+  assert_int_equal(grt_replay_stream_file(path, &c, &b, &err), GRT_OK);
+  assert_int_equal(b.events, a.events);
+  assert_int_equal(b.allocs, 6000);
+  assert_int_equal(b.frees, 6000);
+  assert_int_equal(b.unmatched_frees, a.unmatched_frees);
+  assert_int_equal(b.unmatched_frees, 2); /* free_requested changes nothing, matched or not */
+  assert_int_equal(b.peak_live, a.peak_live);
+  assert_int_equal(b.peak_reserved, a.peak_reserved);
+  assert_int_equal(b.final_allocated, 0);
+  grt_trace_destroy(tr);
+  unlink(path);
+  free(path);
+  free(t.p);
+}
+
+/* Errors deep in a long file, after the reader has filled every batch: a replay error (the reader is told to
+ * stop, the file is replayed again on one thread for the line) and a parse error (the reader's own line). */
+static void test_stream_late_errors(void **state) {
+  (void)state;
+  text_buf t = {0};
+  put(&t, "gpurt-trace 1\n", 0, 0);
+  const unsigned long long n = 30000; /* 60,000 events: several times the reader's batches */
+  for (unsigned long long i = 0; i < n; i++) put(&t, "alloc %llu %llu\n", i, 1 + i), put(&t, "free %llu\n", i, 0);
+  put(&t, "alloc 1 512\nalloc 1 512\n", 0, 0); /* line 2n + 3: id 1 is still live */
+  for (unsigned long long i = 0; i < n; i++) put(&t, "alloc %llu 512\nfree %llu\n", i + 10, i + 10);
+  char *path = write_temp(t.p);
+  grt_replay_config c;
+  grt_replay_config_default(&c);
+  c.policy = "naive";
+  grt_replay_summary s;
+  grt_trace_error err;
+  assert_int_equal(grt_replay_stream_file(path, &c, &s, &err), GRT_ERR_PARSE);
+  assert_int_equal(err.line, 2 * n + 3);
+  assert_non_null(strstr(err.reason, "alloc of id 1 which is still live"));
+  assert_int_equal(grt_replay_stream_file(path, &c, &s, NULL), GRT_ERR_PARSE); /* err is optional */
+  unlink(path);
+  free(path);
+
+  t.len = 0;
+  put(&t, "gpurt-trace 1\n", 0, 0);
+  for (unsigned long long i = 0; i < n; i++) put(&t, "alloc %llu %llu\n", i, 1 + i), put(&t, "free %llu\n", i, 0);
+  put(&t, "alloc 7 seven\n", 0, 0);
+  path = write_temp(t.p);
+  assert_int_equal(grt_replay_stream_file(path, &c, &s, &err), GRT_ERR_PARSE);
+  assert_int_equal(err.line, 2 * n + 2);
+  assert_non_null(strstr(err.reason, "size field 'seven'"));
+  assert_int_equal(grt_replay_stream_file(path, &c, &s, NULL), GRT_ERR_PARSE);
+  unlink(path);
+  free(path);
+  free(t.p);
+
+  /* arguments and configuration are checked before any thread starts */
+  assert_int_equal(grt_replay_stream_file(NULL, &c, &s, &err), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_replay_stream_file("/tmp/x", &c, NULL, &err), GRT_ERR_INVALID_ARG);
+  c.policy = "no-such-policy";
+  assert_int_equal(grt_replay_stream_file("/tmp/x", &c, &s, &err), GRT_ERR_NOT_FOUND);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stream_equals_loaded_random),
+      cmocka_unit_test(test_stream_many_live_ids),
+      cmocka_unit_test(test_stream_late_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

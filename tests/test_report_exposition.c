@@ -130,9 +130,55 @@ static void test_fragmentation_ratio(void **state) {
   assert_int_equal(grt_free_space_of(NULL, &f), GRT_ERR_INVALID_ARG);
 }
 
+/* Devices: several at once (the label defaults to "0"), duplicates by pointer or label refused, removal of
+ * any of them; null arguments. */
+static void test_devices_registry(void **state) {
+  (void)state;
+  grt_device *d[3];
+  grt_device_config dc;
+  grt_device_config_default(&dc);
+  for (int i = 0; i < 3; i++) {
+    dc.capacity = (uint64_t)(i + 1) * GRT_GiB;
+    assert_int_equal(grt_device_create(&dc, &d[i]), GRT_OK);
+  }
+  grt_metrics *m;
+  assert_int_equal(grt_metrics_create(&m), GRT_OK);
+  assert_int_equal(grt_metrics_add_device(m, d[0], NULL), GRT_OK);
+  assert_int_equal(grt_metrics_add_device(m, d[1], "cuda:1"), GRT_OK);
+  assert_int_equal(grt_metrics_add_device(m, d[2], "cuda:2"), GRT_OK);
+  assert_int_equal(grt_metrics_add_device(m, d[1], "cuda:9"), GRT_ERR_STATE); /* the same device */
+  assert_int_equal(grt_metrics_add_device(m, d[2], "0"), GRT_ERR_STATE);      /* and by label */
+  char *t = render(m);
+  assert_non_null(strstr(t, "gpurt_device_capacity_bytes{device=\"0\"} 1073741824\n"));
+  assert_non_null(strstr(t, "gpurt_device_capacity_bytes{device=\"cuda:1\"} 2147483648\n"));
+  assert_non_null(strstr(t, "gpurt_device_capacity_bytes{device=\"cuda:2\"} 3221225472\n"));
+  assert_null(strstr(t, "cuda:9"));
+  grt_report_free(t);
+  assert_int_equal(grt_metrics_remove_device(m, d[1]), GRT_OK); /* from the middle */
+  assert_int_equal(grt_metrics_remove_device(m, d[1]), GRT_ERR_NOT_FOUND);
+  t = render(m);
+  assert_null(strstr(t, "cuda:1"));
+  assert_non_null(strstr(t, "device=\"cuda:2\""));
+  grt_report_free(t);
+  assert_int_equal(grt_metrics_add_device(m, d[1], "cuda:1"), GRT_OK); /* the label is free again */
+  assert_int_equal(grt_metrics_remove_device(m, d[2]), GRT_OK);
+  assert_int_equal(grt_metrics_remove_device(m, d[1]), GRT_OK);
+  assert_int_equal(grt_metrics_remove_device(m, d[0]), GRT_OK);
+  assert_int_equal(grt_metrics_add_device(NULL, d[0], "0"), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_metrics_add_device(m, NULL, "0"), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_metrics_remove_device(NULL, d[0]), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_metrics_remove_device(m, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_metrics_add_allocator(m, NULL, "x", "0"), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_metrics_remove_allocator(NULL, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_metrics_create(NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_metrics_destroy(m), GRT_OK);
+  for (int i = 0; i < 3; i++) assert_int_equal(grt_device_destroy(d[i]), GRT_OK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_values_equal_stats),
+      cmocka_unit_test(test_devices_registry),
       cmocka_unit_test(test_label_escaping_and_pools_per_purpose),
       cmocka_unit_test(test_fragmentation_ratio),
   };

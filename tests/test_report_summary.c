@@ -141,12 +141,80 @@ static void test_dayshift_story(void **state) {
   assert_int_equal(grt_workload_destroy(NULL), GRT_OK);
 }
 
+/* The workload's limits, its accessors on NULL, a day driven by the pacer, a day that ends well. */
+static void test_dayshift_edges(void **state) {
+  (void)state;
+  grt_workload_config_default(NULL); /* a no-op */
+  grt_workload_config good;
+  grt_workload_config_default(&good);
+  assert_int_equal(good.seed, 1);
+  assert_int_equal(good.events, 20000);
+  grt_workload_config bad[7];
+  for (int i = 0; i < 7; i++) bad[i] = good;
+  bad[0].reserve = 32 * MiB;
+  bad[1].reserve = 65 * GRT_GiB;
+  bad[2].headroom = 65 * GRT_GiB;
+  bad[3].load = 0.05;
+  bad[4].load = 0.9;
+  bad[5].load = 0.0 / 0.0; /* NaN */
+  bad[6].events = 99;
+  grt_workload *w = (grt_workload *)&good;
+  for (int i = 0; i < 7; i++) {
+    assert_int_equal(grt_workload_create(&bad[i], &w), GRT_ERR_INVALID_ARG);
+    assert_null(w);
+  }
+  assert_int_equal(grt_workload_create(NULL, &w), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_workload_create(&good, NULL), GRT_ERR_INVALID_ARG);
+  assert_null(grt_workload_allocator(NULL));
+  assert_null(grt_workload_device(NULL));
+  assert_int_equal(grt_workload_events_done(NULL), 0);
+  assert_int_equal(grt_workload_step(NULL), GRT_ERR_INVALID_ARG);
+
+  /* paced: the source stops the run at its end; max_events stops it earlier */
+  grt_workload_config cfg = good;
+  cfg.events = 400;
+  cfg.reserve = 64 * MiB;
+  assert_int_equal(grt_workload_create(&cfg, &w), GRT_OK);
+  grt_device_stats ds;
+  assert_int_equal(grt_device_get_stats(grt_workload_device(w), &ds), GRT_OK);
+  assert_int_equal(ds.capacity, 64 * MiB + cfg.headroom);
+  grt_step_source src = grt_workload_source(w);
+  grt_pace_config pc;
+  grt_pace_config_default(&pc);
+  pc.max_events = 150;
+  uint64_t events = 0;
+  assert_int_equal(grt_pace_run(&src, &pc, &events), GRT_OK);
+  assert_int_equal(events, 150);
+  assert_int_equal(grt_workload_events_done(w), 150);
+  pc.max_events = 0;
+  assert_int_equal(grt_pace_run(&src, &pc, &events), GRT_OK);
+  assert_int_equal(grt_workload_events_done(w), 400);
+  assert_int_equal(grt_workload_step(w), GRT_ERR_NOT_FOUND); /* over: nothing changes */
+  assert_int_equal(grt_workload_events_done(w), 400);
+  assert_consistent(grt_workload_allocator(w));
+  assert_int_equal(grt_workload_destroy(w), GRT_OK);
+
+  /* headroom larger than half the cache: the last request would fit, so it is not made */
+  cfg.headroom = GRT_GiB;
+  assert_int_equal(grt_workload_create(&cfg, &w), GRT_OK);
+  grt_status st;
+  while (!(st = grt_workload_step(w))) {
+  }
+  assert_int_equal(st, GRT_ERR_NOT_FOUND);
+  grt_alloc_stats s = stats_of(grt_workload_allocator(w));
+  assert_int_equal(s.num_ooms, 0);
+  assert_true(s.reserved_bytes[GRT_STAT_ALL].current >= (int64_t)(64 * MiB));
+  assert_consistent(grt_workload_allocator(w));
+  assert_int_equal(grt_workload_destroy(w), GRT_OK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_summary_layout),
       cmocka_unit_test(test_summary_units),
       cmocka_unit_test(test_pace),
       cmocka_unit_test(test_dayshift_story),
+      cmocka_unit_test(test_dayshift_edges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -252,6 +252,81 @@ static void test_env(void **state) {
   assert_int_equal(grt_sorder_get_debug(so, &ser, &poi), GRT_OK);
   assert_false(ser || poi);
   assert_int_equal(grt_sorder_launch(so, NULL, NULL, NULL, 0), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_sorder_get_debug(so, NULL, &poi), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_sorder_get_debug(so, &ser, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_sorder_event_query(so, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_sorder_event_synchronize(so, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_sorder_host_access(so, 0x1000, 0, 0), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_sorder_destroy(so), GRT_OK);
+  /* "0" or an empty value leave the configured mode; use_env = 0 ignores the variable */
+  static const struct {
+    const char *value;
+    int use_env, on;
+  } envs[] = {{"0", 1, 0}, {"", 1, 0}, {"yes", 1, 1}, {"1", 0, 0}};
+  for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++) {
+    setenv("GRT_SORDER_DEBUG", envs[i].value, 1);
+    cfg.use_env = envs[i].use_env;
+    assert_int_equal(grt_sorder_create(&cfg, &so), GRT_OK);
+    unsetenv("GRT_SORDER_DEBUG");
+    assert_int_equal(grt_sorder_get_debug(so, &ser, &poi), GRT_OK);
+    assert_int_equal(ser, envs[i].on);
+    assert_int_equal(poi, envs[i].on);
+    assert_int_equal(grt_sorder_destroy(so), GRT_OK);
+  }
+  assert_int_equal(grt_sorder_create(&cfg, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+}
+
+/* Poison checking without the sanitizer: only declared reads are checked (the first 8 of them), an unnamed
+ * kernel is called "kernel", and a host-order free poisons a block whose size is not a multiple of 8. */
+static void test_poison_without_sanitizer(void **state) {
+  (void)state;
+  grt_exec *exec = make_exec(GRT_CLOCK_VIRTUAL, 0);
+  grt_sorder_config cfg;
+  grt_sorder_config_default(&cfg);
+  cfg.exec = exec;
+  cfg.use_env = 0;
+  cfg.sanitize = 0;
+  cfg.poison = 1;
+  grt_sorder *so;
+  assert_int_equal(grt_sorder_create(&cfg, &so), GRT_OK);
+  grt_mempool_config pc;
+  grt_mempool_config_default(&pc);
+  pc.exec = exec;
+  pc.sorder = so;
+  grt_mempool *pool;
+  assert_int_equal(grt_mempool_create(&pc, &pool), GRT_OK);
+  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A");
+  grt_devptr x, y;
+  assert_int_equal(grt_malloc_async(pool, 4096, a, &x), GRT_OK);
+  assert_int_equal(grt_malloc_async(pool, 1001, a, &y), GRT_OK);
+  assert_int_equal(grt_free_async(pool, x, a), GRT_OK); /* poisoned in stream order */
+  assert_int_equal(grt_mempool_free_host_order(pool, y), GRT_OK); /* poisoned at once */
+  grt_access acc[10];
+  for (int k = 0; k < 10; k++) acc[k] = (grt_access){k == 0 ? x : 0x1000, 64, 0};
+  acc[1] = (grt_access){x, 4096, 1}; /* a write is never checked */
+  grt_kernel_desc d = {NULL, NULL, 1000, GRT_ENGINE_COMPUTE, NULL};
+  assert_int_equal(grt_sorder_launch(so, a, &d, acc, 10), GRT_OK);
+  acc[0] = (grt_access){y, 1001, 0};
+  d.name = "tail reader";
+  assert_int_equal(grt_sorder_launch(so, a, &d, acc, 1), GRT_OK);
+  assert_int_equal(grt_sorder_synchronize(so), GRT_OK);
+  size_t kept = 0;
+  uint64_t total = 0;
+  assert_int_equal(grt_sorder_report_count(so, &kept, &total), GRT_OK);
+  assert_int_equal(kept, 2);
+  grt_sorder_report r;
+  assert_int_equal(grt_sorder_get_report(so, 0, &r), GRT_OK);
+  assert_int_equal(r.kind, GRT_SORDER_POISON_READ);
+  assert_int_equal(r.buffer, x);
+  assert_string_equal(r.access.op, "kernel");
+  assert_string_equal(r.access.stream, "A");
+  assert_int_equal(r.access.seq, 0); /* no sanitizer: no sequence numbers */
+  assert_int_equal(grt_sorder_get_report(so, 1, &r), GRT_OK);
+  assert_int_equal(r.buffer, y);
+  assert_string_equal(r.access.op, "tail reader");
+  grt_stream_destroy(a);
+  assert_int_equal(grt_mempool_destroy(pool), GRT_OK);
   assert_int_equal(grt_sorder_destroy(so), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
@@ -259,7 +334,7 @@ static void test_env(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       BOTH_CLOCKS(test_dag_table),   BOTH_CLOCKS(test_use_after_free), BOTH_CLOCKS(test_poison_host_order),
-      BOTH_CLOCKS(test_serialize),   cmocka_unit_test(test_env),
+      BOTH_CLOCKS(test_serialize),   cmocka_unit_test(test_env),      cmocka_unit_test(test_poison_without_sanitizer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -152,11 +152,117 @@ static void test_minimalloc_errors(void **state) {
   grt_trace_destroy(t);
 }
 
+/* Time fields: both forms, their limits, and fractions of every length. */
+static void test_rmm_time_forms(void **state) {
+  (void)state;
+  static const char *const bad_times[] = {
+      "10:00:00.1234567890", /* more than 9 fraction digits */
+      "10:00:00.1a",         "10:00:00.",  "10:61:00", "10:00:61", "x:00:00", "10:y:00",
+      "10:00",               /* neither one field nor three */
+      "9223372036854.0",     /* seconds beyond what microseconds can hold */
+  };
+  for (size_t i = 0; i < sizeof bad_times / sizeof bad_times[0]; i++) {
+    char text[256];
+    snprintf(text, sizeof text, RMM_H "1,0.5,allocate,0x10,5,0\n1,%s,free,0x10,5,0\n", bad_times[i]);
+    expect_error(text, GRT_TRACE_FORMAT_RMM, 3, "time field");
+  }
+  /* 7 to 9 fraction digits keep the first six; a leap second is accepted */
+  const char *text = RMM_H "1,00:00:01.123456789,allocate,0x10,5,0\n"
+                           "1,00:00:60.5,free,0x10,5,0\n"
+                           "1,9223372036853,allocate,0x10,5,0\n";
+  grt_trace_error err;
+  grt_status st;
+  grt_trace *t = tt_load_str(text, GRT_TRACE_FORMAT_RMM, &err, &st);
+  if (st) fail_msg("line %llu: %s", (unsigned long long)err.line, err.reason);
+  grt_trace_info in;
+  grt_trace_get_info(t, &in);
+  assert_int_equal(in.events[0].time, 1123456);
+  assert_int_equal(in.events[1].time, 60500000);
+  assert_int_equal(in.events[2].time, 9223372036853000000LL);
+  grt_trace_destroy(t);
+}
+
+/* Every null-pointer spelling on an allocate failure; a BOM; blank lines; null frees; a bad pointer. */
+static void test_rmm_pointers(void **state) {
+  (void)state;
+  const char *text = "\xEF\xBB\xBF" RMM_H "\n"
+                     "1,,allocate failure,(nil),10,0\n"
+                     "1,,allocate failure,0x0,11,0\n"
+                     "   \n"
+                     "1,,allocate failure,0,12,0\n"
+                     "1,,allocate failure,nullptr,13,0\n"
+                     "1,,allocate failure,(null),14,0x5\n"
+                     "1,,allocate failure,0x40,15,0x5\n";
+  grt_trace_error err;
+  grt_status st;
+  grt_trace *t = tt_load_str(text, GRT_TRACE_FORMAT_AUTO, &err, &st);
+  if (st) fail_msg("line %llu: %s", (unsigned long long)err.line, err.reason);
+  grt_trace_info in;
+  grt_trace_get_info(t, &in);
+  assert_int_equal(in.format, GRT_TRACE_FORMAT_RMM);
+  assert_int_equal(in.n_events, 6);
+  for (size_t i = 0; i < 6; i++) {
+    assert_int_equal(in.events[i].kind, GRT_TRACE_OOM);
+    assert_int_equal(in.events[i].size, 10 + i);
+    assert_int_equal(in.events[i].id, GRT_TRACE_NO_ID);
+    assert_int_equal(!!(in.events[i].flags & GRT_TRACE_F_ADDR), i == 5); /* only a real pointer is an address */
+  }
+  assert_int_equal(in.events[5].addr, 0x40);
+  assert_int_equal(in.n_streams, 2);
+  grt_trace_destroy(t);
+  expect_error(RMM_H "1,,free,nullptr,5,0\n", GRT_TRACE_FORMAT_RMM, 2, "free of a null pointer");
+  expect_error(RMM_H "1,,allocate,0x10,5,0\n1,,deallocate,(null),5,0\n", GRT_TRACE_FORMAT_RMM, 3,
+               "free of a null pointer");
+  expect_error(RMM_H "1,,allocate,0xffffffffffffffff,5,0\n", GRT_TRACE_FORMAT_RMM, 2,
+               "pointer field '0xffffffffffffffff' is not a hex address");
+  expect_error(RMM_H "\n\n1,,allocate,0x10,-5,0\n", GRT_TRACE_FORMAT_RMM, 4, "size field '-5' is not a number");
+  expect_error("\n", GRT_TRACE_FORMAT_RMM, 1, "expected the header");
+}
+
+static void test_minimalloc_edges(void **state) {
+  (void)state;
+  expect_error("", GRT_TRACE_FORMAT_MINIMALLOC, 0, "empty input");
+  expect_error("id,lower,upper\n", GRT_TRACE_FORMAT_MINIMALLOC, 1, "expected the header");
+  expect_error("id,low,upper,size\n", GRT_TRACE_FORMAT_MINIMALLOC, 1, "found 'id,low,upper,size'");
+  expect_error("id,lower,up,size\n", GRT_TRACE_FORMAT_MINIMALLOC, 1, "expected the header");
+  expect_error("id,lower,upper,bytes\n", GRT_TRACE_FORMAT_MINIMALLOC, 1, "expected the header");
+  expect_error("id,lower,upper,size,a,b,c,d,e,f,g,h,i,j,k,l,m\n", GRT_TRACE_FORMAT_MINIMALLOC, 1,
+               "expected the header"); /* 17 columns: more than the reader keeps */
+  expect_error(MM_H "0,0,1,5,6,7,8,9,10,11,12,13,14,15,16,17,18\n", GRT_TRACE_FORMAT_MINIMALLOC, 2,
+               "expected 4 comma-separated fields, found more than 16");
+  expect_error(MM_H "\n0,x,1,5\n", GRT_TRACE_FORMAT_MINIMALLOC, 3, "lower field 'x' is not a number");
+  expect_error(MM_H "0,0,-1,5\n", GRT_TRACE_FORMAT_MINIMALLOC, 2, "upper field '-1' is not a number");
+  expect_error(MM_H "18446744073709551615,0,1,5\n", GRT_TRACE_FORMAT_MINIMALLOC, 2, "id field");
+  expect_error(MM_H "1,9223372036854775808,9223372036854775809,5\n", GRT_TRACE_FORMAT_MINIMALLOC, 2,
+               "time step out of range");
+  expect_error(MM_H "1,0,9223372036854775808,5\n", GRT_TRACE_FORMAT_MINIMALLOC, 2, "time step out of range");
+  /* a header alone is an empty trace; a BOM before it is skipped; ids need not be dense */
+  grt_trace_error err;
+  grt_status st;
+  grt_trace *t = tt_load_str(MM_H, GRT_TRACE_FORMAT_MINIMALLOC, &err, &st);
+  assert_int_equal(st, GRT_OK);
+  grt_trace_info in;
+  grt_trace_get_info(t, &in);
+  assert_int_equal(in.n_events, 0);
+  assert_int_equal(in.n_ids, 0);
+  grt_trace_destroy(t);
+  t = tt_load_str("\xEF\xBB\xBF" MM_H "900,3,9223372036854775807,64\n", GRT_TRACE_FORMAT_AUTO, &err, &st);
+  if (st) fail_msg("line %llu: %s", (unsigned long long)err.line, err.reason);
+  grt_trace_get_info(t, &in);
+  assert_int_equal(in.format, GRT_TRACE_FORMAT_MINIMALLOC);
+  assert_int_equal(in.n_events, 2);
+  assert_int_equal(in.n_ids, 1);
+  assert_int_equal(in.events[0].id, 0);
+  assert_int_equal(in.events[1].time, INT64_MAX);
+  grt_trace_destroy(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rmm_small),       cmocka_unit_test(test_rmm_errors),
       cmocka_unit_test(test_rmm_variants),    cmocka_unit_test(test_minimalloc_small),
-      cmocka_unit_test(test_minimalloc_errors),
+      cmocka_unit_test(test_minimalloc_errors), cmocka_unit_test(test_rmm_time_forms),
+      cmocka_unit_test(test_rmm_pointers),      cmocka_unit_test(test_minimalloc_edges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

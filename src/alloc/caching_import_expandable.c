@@ -83,6 +83,8 @@ static grt_status import_range(grt_allocator *a, grt_stream_id stream, int is_la
   if ((st = grt_device_map(a->dev, start, size))) return st; /* (the splits stay: unmapped pieces are valid) */
   grt__bins_erase(pool->unmapped, stream, u->ptr);
   u->unmapped = 0;
+  grt__caching_try_merge(a, u, u->prev, 1); /* a free mapped neighbour: one block, as map_block leaves it */
+  grt__caching_try_merge(a, u, u->next, 1);
   if ((st = grt__pool_insert(pool, u))) return st;
   c->total_allocated_memory += size;
   grt__stat_update2(a->stats.reserved_bytes, pool->stat_type, (int64_t)size);
