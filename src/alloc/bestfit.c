@@ -177,11 +177,11 @@ static grt_status bf_snapshot(grt_allocator *a, grt_alloc_snapshot *out) {
   live_block *lb = malloc((n + 1) * sizeof *lb);
   grt_snapshot_segment *seg = &out->segments[0];
   seg->blocks = calloc(2 * n + 1, sizeof *seg->blocks);
+  out->n_segments = 1; /* so that grt_alloc_snapshot_free frees seg->blocks on the error path too */
   if (!lb || !seg->blocks) {
     free(lb);
     return GRT_ERR_NOMEM;
   }
-  out->n_segments = 1;
   for (size_t i = 0; b->live.slots && i <= b->live.mask; i++)
     if (b->live.slots[i].key != UINT64_MAX) lb[k++] = (live_block){b->live.slots[i].key, b->live.slots[i].value};
   qsort(lb, n, sizeof *lb, cmp_live);
