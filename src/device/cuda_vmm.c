@@ -143,7 +143,10 @@ static int add_cover(void *ctx, grt__vmm_piece *p) {
  * (unmapping again would fail: the piece would be stuck). */
 static grt_status unmap_piece(grt__cuda_dev *d, grt__vmm_piece *p) {
   CUresult r = p->unmapped ? CUDA_SUCCESS : d->cu->MemUnmap(p->va, (size_t)p->size);
-  if (r == CUDA_SUCCESS) p->unmapped = 1, r = d->cu->MemRelease(p->handle);
+  if (r == CUDA_SUCCESS) {
+    p->unmapped = 1;
+    r = d->cu->MemRelease(p->handle);
+  }
   if (r != CUDA_SUCCESS) return grt__cuda_fail(d, 1, r, "cuMemUnmap/cuMemRelease");
   grt__u64map_del(&d->pieces, p->va);
   d->in_use -= p->size;

@@ -176,7 +176,7 @@ typedef struct grt__trace_rec {
 typedef struct grt__worker {
   grt_exec *exec;
   pthread_t thread;
-  unsigned engine, slot;
+  unsigned engine; /* ops take a free slot of their engine, not one per thread */
   grt__op *current; /* the op whose body it runs (lock) */
 } grt__worker;
 

@@ -56,7 +56,7 @@ static void send_deferred(grt_exec *exec, const deferred *d) {
 }
 
 /* Runs graph nodes after op, each the private successor of the one before
- * (grt__graph_chain_next), on this worker's slot, without the lock; returns
+ * (grt__graph_chain_next), in the first node's slot, without the lock; returns
  * the last one run. Clocks are read only for durations and timelines. The
  * bounds (CHAIN_MAX nodes, CHAIN_NS of modelled time) keep priority and sticky
  * errors in force: then the worker takes the lock, and the next node goes
@@ -209,8 +209,8 @@ grt_status grt__threads_start(grt_exec *exec) {
   if (!exec->workers) return GRT_ERR_NOMEM;
   unsigned i = 0;
   for (unsigned e = 0; e < GRT_ENGINE_COUNT; e++)
-    for (unsigned slot = 0; slot < exec->engines[e].slots; slot++, i++)
-      exec->workers[i] = (grt__worker){exec, pthread_self(), e, slot, NULL};
+    for (unsigned k = 0; k < exec->engines[e].slots; k++, i++) /* a worker per slot */
+      exec->workers[i] = (grt__worker){exec, pthread_self(), e, NULL};
   /* Workers read exec->workers (grt__in_body), so fill it before any starts;
    * the lock orders the thread ids written below before any reader. */
   grt_status st = GRT_OK;
@@ -272,7 +272,7 @@ static grt__op *help_pop(grt_exec *exec, unsigned x) {
 static void help(grt_exec *exec, grt__op *op, grt__cond_fn cond, void *ctx) {
   unsigned x = op->engine;
   grt__engine *e = &exec->engines[x];
-  grt__worker h = {exec, pthread_self(), x, 0, NULL};
+  grt__worker h = {exec, pthread_self(), x, NULL};
   exec->helper = &h;
   do {
     run_op(exec, &h, op);
@@ -283,6 +283,19 @@ static void help(grt_exec *exec, grt__op *op, grt__cond_fn cond, void *ctx) {
   deferred d;
   take_deferred(exec, &d);
   send_deferred(exec, &d);
+}
+
+/* Runs one ready zero-length op (and its hand-off chain) on this waiting
+ * host thread unless another host thread is helping; true if it ran one. */
+static bool try_help(grt_exec *exec, grt__cond_fn cond, void *ctx) {
+  for (unsigned x = 0; !exec->helper && x < GRT_ENGINE_HOST; x++) {
+    grt__op *op = help_pop(exec, x);
+    if (op) {
+      help(exec, op, cond, ctx);
+      return true;
+    }
+  }
+  return false;
 }
 
 grt_status grt__threads_wait(grt_exec *exec, grt__cond_fn cond, void *ctx, bool spin) {
@@ -296,14 +309,7 @@ grt_status grt__threads_wait(grt_exec *exec, grt__cond_fn cond, void *ctx, bool 
     }
     /* Zero-length work that is ready now: run it here rather than sleep
      * while a parked worker wakes up for it (one host thread at a time). */
-    for (unsigned x = 0; !exec->helper && x < GRT_ENGINE_HOST; x++) {
-      grt__op *op = help_pop(exec, x);
-      if (op) {
-        help(exec, op, cond, ctx);
-        break;
-      }
-    }
-    if (exec->error || cond(exec, ctx)) continue; /* the top of the loop returns */
+    if (try_help(exec, cond, ctx)) continue;
     if (spin_left) {
       uint64_t t = grt__mono_ns();
       spin_for_progress(exec, spin_left);
