@@ -28,7 +28,9 @@ typedef struct demo1_result {
 grt_status bench_demo1(const char *policy, demo1_result *out);
 
 /* Aggregate malloc+free pairs per second with `threads` host threads, each on
- * its own stream, over one allocator of `policy`. */
+ * its own stream, over one allocator of `policy`; policy "independent" gives
+ * each thread its own caching allocator and device (nothing shared: the
+ * machine's own scaling, the control for the others). */
 grt_status bench_threads(const char *policy, int threads, uint64_t pairs_per_thread, double *pairs_per_s);
 
 #endif
