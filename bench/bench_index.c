@@ -1,10 +1,12 @@
 /* bench_index.c — W1/W2 (anchors.md) on the range allocator with each index.
  *
- * Usage: bench_index [--json] [--runs N] [--only bins|otree|harness]
+ * Usage: bench_index [--json] [--runs N] [--only bins|otree|approx|harness]
  * Prints ns per free+alloc pair (median and min of N runs, default 5) for the
- * size-class index ("bins"), the ordered tree ("otree", the baseline) and the
- * empty harness, the ratio otree/bins, and W2's failures at seed 42 and the
- * mean over seeds 1-3. With --json: one object per line instead. --only runs
+ * size-class index ("bins"), the ordered tree ("otree", the baseline), the
+ * approximate-fit peer design ("approx", OffsetAllocator's algorithm: the
+ * machine-independent speed reference) and the empty harness, the ratios
+ * otree/bins and bins/approx, and W2's failures at seed 42 and the mean over
+ * seeds 1-3. With --json: one object per line instead. --only runs
  * W1 on one allocator (for profiling: perf record bench_index --only bins).
  * The runners live in src/alloc/workloads.c.
  */
@@ -57,7 +59,7 @@ int main(int argc, char **argv) {
       if (only < 0) return 2;
       i++;
     } else {
-      fprintf(stderr, "usage: %s [--json] [--runs N] [--only bins|otree|harness]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--json] [--runs N] [--only bins|otree|approx|harness]\n", argv[0]);
       return 2;
     }
   }
@@ -67,18 +69,20 @@ int main(int argc, char **argv) {
     print_json(&r);
     return 0;
   }
-  /* rows: W1 x {bins, otree, harness} at seed 42, then W2 x {bins, otree} x seeds {42, 1, 2, 3}. */
-  row rows[3 + 8];
+  /* rows: W1 x {bins, otree, approx, harness} at seed 42, then W2 x {bins, otree, approx} x seeds {42, 1, 2, 3}. */
+  enum { NW1 = 4, NW2 = 3 };
+  row rows[NW1 + 4 * NW2];
   int n = 0;
-  const grt__workload_allocator w1[] = {GRT__WALLOC_BINS, GRT__WALLOC_OTREE, GRT__WALLOC_HARNESS};
-  for (int i = 0; i < 3; i++)
+  const grt__workload_allocator w1[NW1] = {GRT__WALLOC_BINS, GRT__WALLOC_OTREE, GRT__WALLOC_APPROX,
+                                           GRT__WALLOC_HARNESS};
+  for (int i = 0; i < NW1; i++)
     if (run("W1", w1[i], 42, runs, &rows[n++])) return 1;
   const uint64_t seeds[] = {42, 1, 2, 3};
   for (int s = 0; s < 4; s++)
-    for (int a = 0; a < 2; a++) /* W2 is about failures: one timed run is enough */
-      if (run("W2", (grt__workload_allocator)a, seeds[s], 1, &rows[n++])) return 1;
+    for (int a = 0; a < NW2; a++) /* W2 is about failures: one timed run is enough */
+      if (run("W2", w1[a], seeds[s], 1, &rows[n++])) return 1;
   /* Both indexes are exact best fit: identical choices, hence identical checksums. */
-  for (int i = 3; i < n; i += 2)
+  for (int i = NW1; i < n; i += NW2)
     if (rows[i].res.checksum != rows[i + 1].res.checksum || rows[i].res.failures != rows[i + 1].res.failures) {
       fprintf(stderr, "bench_index: bins and otree chose differently on W2 seed %llu\n",
               (unsigned long long)rows[i].seed);
@@ -94,28 +98,32 @@ int main(int argc, char **argv) {
   }
   printf("W1 random-8g: 8 GiB, 1000 slots, 1e6 free+alloc pairs, seed 42, median of %u runs\n", runs);
   printf("  %-8s %10s %10s\n", "index", "ns/pair", "min");
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < NW1; i++)
     printf("  %-8s %10.1f %10.1f\n", grt__workload_allocator_name(rows[i].alloc), rows[i].res.ns_per_pair,
            rows[i].res.ns_min);
   printf("  ratio otree/bins: %.1fx (min: %.1fx); identical choices: yes\n",
          rows[1].res.ns_per_pair / rows[0].res.ns_per_pair, rows[1].res.ns_min / rows[0].res.ns_min);
+  /* anchors.md: OffsetAllocator 47.5 ns, target 40 ns: bins must take <= 40 / 47.5 of approx's time. */
+  printf("  bins/approx: %.2f (min: %.2f); the W1 target (40 ns against OffsetAllocator's 47.5) is <= 0.84\n",
+         rows[0].res.ns_per_pair / rows[2].res.ns_per_pair, rows[0].res.ns_min / rows[2].res.ns_min);
   printf("  (blocks are freed by the handle their allocation returned, as the peers free by allocation)\n");
   printf("W2 pressure: 1200 slots, failures per 1e6 (with a big-enough hole)\n");
   printf("  %-8s %8s %14s %14s\n", "index", "seed", "failures", "with hole");
-  double mean[2] = {0, 0}, mean_hole[2] = {0, 0};
-  for (int i = 3; i < n; i++) {
+  double mean[NW2] = {0}, mean_hole[NW2] = {0};
+  for (int i = NW1; i < n; i++) {
     const row *r = &rows[i];
+    int a = (i - NW1) % NW2;
     printf("  %-8s %8llu %14llu %14llu\n", grt__workload_allocator_name(r->alloc), (unsigned long long)r->seed,
            (unsigned long long)r->res.failures, (unsigned long long)r->res.failures_with_hole);
     if (r->seed != 42) {
-      mean[r->alloc] += (double)r->res.failures / 3;
-      mean_hole[r->alloc] += (double)r->res.failures_with_hole / 3;
+      mean[a] += (double)r->res.failures / 3;
+      mean_hole[a] += (double)r->res.failures_with_hole / 3;
     }
   }
-  for (int a = 0; a < 2; a++)
-    printf("  %-8s %8s %14.1f %14.1f\n", grt__workload_allocator_name((grt__workload_allocator)a), "mean 1-3",
-           mean[a], mean_hole[a]);
+  for (int a = 0; a < NW2; a++)
+    printf("  %-8s %8s %14.1f %14.1f\n", grt__workload_allocator_name(w1[a]), "mean 1-3", mean[a], mean_hole[a]);
   printf("Note: our PRNG (xoshiro256**) differs from the peers', so failure counts compare\n"
-         "with anchors.md only statistically; between bins and otree they are exact.\n");
+         "with anchors.md only statistically; between bins and otree they are exact.\n"
+         "approx is OffsetAllocator's design (approx_range.h), run in this process as the speed reference.\n");
   return 0;
 }

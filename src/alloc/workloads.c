@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "alloc/approx_range.h"
 #include "alloc/range_alloc.h"
 #include "base/rng.h"
 
@@ -76,48 +77,95 @@ static double run_harness(const grt__churn_config *c, const op_stream *s, uint64
   return t1 - t0;
 }
 
-/* One timed run on a fresh range; GRT_OK or an error. *elapsed in ns. */
-static grt_status run_range(const grt__churn_config *c, grt__index_kind kind, const op_stream *s,
-                            uint64_t *live, uint32_t *handle, grt__churn_result *res, double *elapsed) {
-  grt__range *r;
-  grt_status st = grt__range_create(c->capacity, kind, &r);
-  if (st) return st;
+/* An allocator under test: the range allocator (either index) or the
+ * approximate-fit peer design, behind the same three calls. The timed loop is
+ * always inlined with a constant target, so the calls are direct. */
+typedef struct churn_target {
+  void *obj;
+  grt_status (*alloc)(void *obj, uint64_t size, uint64_t *offset, uint32_t *handle);
+  grt_status (*free)(void *obj, uint32_t handle);
+  uint64_t (*largest)(const void *obj);
+} churn_target;
+
+static grt_status range_alloc_fn(void *o, uint64_t size, uint64_t *off, uint32_t *h) {
+  return grt__range_alloc_handle(o, size, off, h);
+}
+static grt_status range_free_fn(void *o, uint32_t h) { return grt__range_free_handle(o, h); }
+static uint64_t range_largest_fn(const void *o) { return grt__range_largest_free(o); }
+static grt_status approx_alloc_fn(void *o, uint64_t size, uint64_t *off, uint32_t *h) {
+  return grt__approx_alloc(o, size, off, h);
+}
+static grt_status approx_free_fn(void *o, uint32_t h) { return grt__approx_free(o, h); }
+static uint64_t approx_largest_fn(const void *o) { return grt__approx_largest_free(o); }
+
+/* Fills the slots (untimed) and times the iterations on t. *elapsed in ns. */
+#if defined(__GNUC__)
+#define CHURN_INLINE inline __attribute__((always_inline))
+#else
+#define CHURN_INLINE inline
+#endif
+
+static CHURN_INLINE grt_status churn_timed(const churn_target *t, const grt__churn_config *c,
+                                                                    const op_stream *s, uint64_t *live,
+                                                                    uint32_t *handle, grt__churn_result *res,
+                                                                    double *elapsed) {
   *res = (grt__churn_result){0};
   for (uint32_t i = 0; i < c->slots; i++) {
-    st = grt__range_alloc_handle(r, s->fill_size[i], &live[i], &handle[i]);
+    grt_status st = t->alloc(t->obj, s->fill_size[i], &live[i], &handle[i]);
     if (st == GRT_ERR_OOM) {
       live[i] = EMPTY_SLOT;
       res->fill_failures++;
     } else if (st) {
-      goto out;
+      return st;
     }
   }
   uint64_t ck = 0, failures = 0;
   double t0 = now_ns();
   for (uint32_t i = 0; i < c->iterations; i++) {
     uint32_t k = s->slot[i];
-    if (live[k] != EMPTY_SLOT && grt__range_free_handle(r, handle[k]) != GRT_OK) {
-      st = GRT_ERR_INTERNAL;
-      goto out;
-    }
-    st = grt__range_alloc_handle(r, s->size[i], &live[k], &handle[k]);
+    if (live[k] != EMPTY_SLOT && t->free(t->obj, handle[k]) != GRT_OK) return GRT_ERR_INTERNAL;
+    grt_status st = t->alloc(t->obj, s->size[i], &live[k], &handle[k]);
     if (st == GRT_OK) {
       ck = mix(ck, live[k]);
     } else if (st == GRT_ERR_OOM) {
       live[k] = EMPTY_SLOT;
       failures++;
       /* Untimed in spirit but cheap (index maximum); counts policy losses. */
-      if (grt__range_largest_free(r) >= s->size[i]) res->failures_with_hole++;
+      if (t->largest(t->obj) >= s->size[i]) res->failures_with_hole++;
     } else {
-      goto out;
+      return st;
     }
   }
   *elapsed = now_ns() - t0;
   res->failures = failures;
   res->checksum = ck;
-  st = GRT_OK;
-out:
+  return GRT_OK;
+}
+
+/* One timed run on a fresh range of the given index kind. */
+static grt_status run_range(const grt__churn_config *c, grt__index_kind kind, const op_stream *s,
+                            uint64_t *live, uint32_t *handle, grt__churn_result *res, double *elapsed) {
+  grt__range *r;
+  grt_status st = grt__range_create(c->capacity, kind, &r);
+  if (st) return st;
+  const churn_target t = {r, range_alloc_fn, range_free_fn, range_largest_fn};
+  st = churn_timed(&t, c, s, live, handle, res, elapsed);
   grt__range_destroy(r);
+  return st;
+}
+
+/* Node budget of the approximate design: its peer's default (maxAllocs). */
+#define APPROX_NODES (128u * 1024u)
+
+/* One timed run on a fresh approximate-fit range (granule = the config's). */
+static grt_status run_approx(const grt__churn_config *c, const op_stream *s, uint64_t *live, uint32_t *handle,
+                             grt__churn_result *res, double *elapsed) {
+  grt__approx *a;
+  grt_status st = grt__approx_create(c->capacity, c->granule, APPROX_NODES, &a);
+  if (st) return st;
+  const churn_target t = {a, approx_alloc_fn, approx_free_fn, approx_largest_fn};
+  st = churn_timed(&t, c, s, live, handle, res, elapsed);
+  grt__approx_destroy(a);
   return st;
 }
 
@@ -148,7 +196,9 @@ grt_status grt__churn_run(const grt__churn_config *c, grt__workload_allocator al
     if (alloc == GRT__WALLOC_HARNESS) {
       res = (grt__churn_result){0};
       elapsed = run_harness(c, &s, live, &res);
-    } else if ((st = run_range(c, (grt__index_kind)alloc, &s, live, handle, &res, &elapsed))) {
+    } else if ((st = alloc == GRT__WALLOC_APPROX ? run_approx(c, &s, live, handle, &res, &elapsed)
+                                                   : run_range(c, (grt__index_kind)alloc, &s, live, handle, &res,
+                                                               &elapsed))) {
       goto out;
     }
     if (run == 0) first = res;
@@ -203,6 +253,7 @@ const char *grt__workload_allocator_name(grt__workload_allocator alloc) {
   switch (alloc) {
     case GRT__WALLOC_BINS: return "bins";
     case GRT__WALLOC_OTREE: return "otree";
+    case GRT__WALLOC_APPROX: return "approx";
     case GRT__WALLOC_HARNESS: return "harness";
     default: return NULL;
   }

@@ -31,6 +31,7 @@
 typedef enum grt__workload_allocator {
   GRT__WALLOC_BINS = GRT__INDEX_BINS,   /* range allocator on the size-class index */
   GRT__WALLOC_OTREE = GRT__INDEX_OTREE, /* range allocator on the ordered tree */
+  GRT__WALLOC_APPROX,                   /* approximate fit, OffsetAllocator's design (approx_range.h) */
   GRT__WALLOC_HARNESS,                  /* the loop alone, no allocator */
   GRT__WALLOC_COUNT
 } grt__workload_allocator;
@@ -73,7 +74,7 @@ typedef struct grt__churn_ops {
 grt_status grt__churn_draw(const grt__churn_config *cfg, grt__churn_ops *out);
 void grt__churn_ops_free(grt__churn_ops *ops);
 
-/* "bins", "otree" or "harness"; NULL for an unknown value. */
+/* "bins", "otree", "approx" or "harness"; NULL for an unknown value. */
 const char *grt__workload_allocator_name(grt__workload_allocator alloc);
 
 #endif
