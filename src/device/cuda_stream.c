@@ -152,7 +152,7 @@ grt_status grt_cuda_event_create(grt_device *dev, unsigned flags, grt_cuda_event
   unsigned cf = (flags & GRT_CUDA_EVENT_TIMING) ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING;
   grt_status st = GRT_OK;
   if (!d->cu->EventCreate || !d->cu->EventDestroy) {
-    st = grt__cuda_fail_missing(d, 0, "cuEventCreate");
+    st = grt__cuda_fail_missing(d, 0, d->cu->EventCreate ? "cuEventDestroy" : "cuEventCreate");
   } else {
     int tok = grt__cuda_enter(d);
     CUresult r = d->cu->EventCreate(&h, cf);
