@@ -110,6 +110,8 @@ static void test_walker_blocks(void **state) {
   expect_broken(&s, "bad size");
   s.rest->size = rest_size + 512; /* a valid size, but not the one its bins know */
   expect_broken(&s, "is not in its bins");
+  s.rest->size = rest_size - 512; /* smaller than its key: caught by the bins, before the segment's end */
+  expect_broken(&s, "is not in its bins");
   s.rest->size = rest_size;
 
   s.a->prev = s.b;

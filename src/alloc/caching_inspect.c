@@ -140,7 +140,8 @@ static grt_status check_block(grt_allocator *a, const cseg *s, const cblock *b, 
     grt__bin_entry e;
     if (!s->is_expandable || (b->ptr - s->base) % s->page || b->size % s->page)
       FAIL("unmapped block 0x%llx: not page-aligned in an expandable segment", (unsigned long long)b->ptr);
-    if (!grt__bins_lower_bound(s->pool->unmapped, b->stream, b->ptr, &e) || e.value != b)
+    if (!grt__bins_lower_bound(s->pool->unmapped, b->stream, b->ptr, &e) || e.value != b || e.size != b->stream ||
+        e.addr != b->ptr)
       FAIL("unmapped block 0x%llx is not in the unmapped set", (unsigned long long)b->ptr);
     if (b->next && b->next->unmapped) FAIL("unmapped blocks 0x%llx and its next were not merged", (unsigned long long)b->ptr);
     r->unmapped_blocks++;
@@ -150,7 +151,9 @@ static grt_status check_block(grt_allocator *a, const cseg *s, const cblock *b, 
   if (cblock_is_free(b)) {
     grt__bins *bins = grt__pool_bins(s->pool, b->stream, 0);
     grt__bin_entry e;
-    if (!bins || !grt__bins_lower_bound(bins, b->size, b->ptr, &e) || e.value != b || e.addr != b->ptr)
+    /* The exact key: a lower bound alone would accept a block whose size shrank below its entry's. */
+    if (!bins || !grt__bins_lower_bound(bins, b->size, b->ptr, &e) || e.value != b || e.size != b->size ||
+        e.addr != b->ptr)
       FAIL("free block 0x%llx is not in its bins", (unsigned long long)b->ptr);
     if (grt__u64map_get(&c->active, b->ptr) == b) FAIL("free block 0x%llx is still active", (unsigned long long)b->ptr);
     if (b->next && cblock_is_free(b->next) && !b->next->unmapped && !a->cfg.no_merge_on_free) FAIL("free blocks 0x%llx and its next were not merged", (unsigned long long)b->ptr);
