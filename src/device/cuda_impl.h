@@ -13,11 +13,15 @@
 #include "device/device_impl.h"
 #include "gpurt/cuda.h"
 
+/* A piece's progress through an unmap; a failed unmap leaves its pieces in the
+ * map at these states and a retry carries on from them. */
+enum { GRT__PIECE_MAPPED, GRT__PIECE_UNMAPPED /* handle still held */, GRT__PIECE_RELEASED };
+
 typedef struct grt__vmm_piece {
   grt_devptr va;
   uint64_t size;
   CUmemGenericAllocationHandle handle;
-  int unmapped; /* cuMemUnmap done, cuMemRelease still to succeed */
+  int state;    /* GRT__PIECE_*: how far an unmap of it has come */
 } grt__vmm_piece;
 
 typedef struct grt__cuda_dev {

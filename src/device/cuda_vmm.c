@@ -110,7 +110,7 @@ grt_status grt__cuda_map(void *impl, grt_devptr va, uint64_t size) {
     r = d->cu->MemMap(va, (size_t)size, 0, h, 0);
     mapped = r == CUDA_SUCCESS;
     if (mapped) what = "cuMemSetAccess", r = d->cu->MemSetAccess(va, (size_t)size, &access, 1);
-    *piece = (grt__vmm_piece){va, size, h, 0};
+    *piece = (grt__vmm_piece){va, size, h, GRT__PIECE_MAPPED};
     if (r == CUDA_SUCCESS && !grt__u64map_put(&d->pieces, va, piece)) r = CUDA_ERROR_OUT_OF_MEMORY, host_oom = 1;
     if (r != CUDA_SUCCESS) {
       if (mapped) d->cu->MemUnmap(va, (size_t)size);
@@ -129,6 +129,7 @@ grt_status grt__cuda_map(void *impl, grt_devptr va, uint64_t size) {
 typedef struct cover {
   grt_devptr va;
   uint64_t size, covered;
+  size_t pieces;
   int partial;
 } cover;
 
@@ -136,38 +137,78 @@ static int add_cover(void *ctx, grt__vmm_piece *p) {
   cover *c = ctx;
   if (p->va < c->va || p->va + p->size > c->va + c->size) c->partial = 1;
   c->covered += p->size;
+  c->pieces++;
   return c->partial;
 }
 
-/* A release that fails after the unmap worked is retried alone next time
- * (unmapping again would fail: the piece would be stuck). */
-static grt_status unmap_piece(grt__cuda_dev *d, grt__vmm_piece *p) {
-  CUresult r = p->unmapped ? CUDA_SUCCESS : d->cu->MemUnmap(p->va, (size_t)p->size);
-  if (r == CUDA_SUCCESS) {
-    p->unmapped = 1;
-    r = d->cu->MemRelease(p->handle);
-  }
-  if (r != CUDA_SUCCESS) return grt__cuda_fail(d, 1, r, "cuMemUnmap/cuMemRelease");
+/* Teardown only: unmaps and releases whatever is left of a piece and forgets
+ * it whatever the driver says. */
+static void drop_piece(grt__cuda_dev *d, grt__vmm_piece *p) {
+  if (p->state == GRT__PIECE_MAPPED) d->cu->MemUnmap(p->va, (size_t)p->size);
+  if (p->state != GRT__PIECE_RELEASED) d->cu->MemRelease(p->handle);
   grt__u64map_del(&d->pieces, p->va);
   d->in_use -= p->size;
   free(p);
+}
+
+/* Maps piece p again after its cuMemUnmap (the handle is still held): the
+ * undo of a multi-piece unmap that failed partway. */
+static CUresult remap_piece(grt__cuda_dev *d, grt__vmm_piece *p) {
+  CUmemAccessDesc access = {{CU_MEM_LOCATION_TYPE_DEVICE, d->ordinal}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  CUresult r = d->cu->MemMap(p->va, (size_t)p->size, 0, p->handle, 0);
+  if (r == CUDA_SUCCESS && (r = d->cu->MemSetAccess(p->va, (size_t)p->size, &access, 1)) != CUDA_SUCCESS)
+    d->cu->MemUnmap(p->va, (size_t)p->size);
+  if (r == CUDA_SUCCESS) p->state = GRT__PIECE_MAPPED;
+  return r;
+}
+
+/* Unmaps [va, va+size) all or nothing, in three passes over its pieces (in
+ * address order): cuMemUnmap each mapped one — a failure maps the ones this
+ * call unmapped again, so the range stays usable as it was; then cuMemRelease
+ * each — a failure keeps every piece in the map, released or not, so a retry
+ * of the same range finds them all and finishes; then forget them. Before,
+ * pieces went one at a time: a failure at the second left the first gone and
+ * a retry of the range was refused as not fully mapped. */
+static grt_status unmap_pieces(grt__cuda_dev *d, grt__vmm_piece **v, unsigned char *was_mapped, size_t n) {
+  CUresult r = CUDA_SUCCESS;
+  size_t k = 0;
+  for (; k < n && r == CUDA_SUCCESS; k++) {
+    was_mapped[k] = v[k]->state == GRT__PIECE_MAPPED;
+    if (was_mapped[k] && (r = d->cu->MemUnmap(v[k]->va, (size_t)v[k]->size)) == CUDA_SUCCESS)
+      v[k]->state = GRT__PIECE_UNMAPPED;
+  }
+  if (r != CUDA_SUCCESS) {
+    for (size_t j = 0; j + 1 < k; j++) /* piece k - 1 failed: it is still mapped */
+      if (was_mapped[j]) remap_piece(d, v[j]); /* if even this fails, a retry releases it */
+    return grt__cuda_fail(d, 1, r, "cuMemUnmap");
+  }
+  for (k = 0; k < n; k++) {
+    if (v[k]->state == GRT__PIECE_RELEASED) continue;
+    if ((r = d->cu->MemRelease(v[k]->handle)) != CUDA_SUCCESS) return grt__cuda_fail(d, 1, r, "cuMemRelease");
+    v[k]->state = GRT__PIECE_RELEASED;
+  }
+  for (k = 0; k < n; k++) {
+    grt__u64map_del(&d->pieces, v[k]->va);
+    d->in_use -= v[k]->size;
+    free(v[k]);
+  }
   return GRT_OK;
 }
 
 grt_status grt__cuda_unmap(void *impl, grt_devptr va, uint64_t size) {
   grt__cuda_dev *d = impl;
-  cover c = {va, size, 0, 0};
+  cover c = {va, size, 0, 0, 0};
   if (va + size < va || each_piece(d, va, size, add_cover, &c) || c.covered != size) return GRT_ERR_INVALID_ARG;
-  grt_status st = GRT_OK;
+  grt__vmm_piece **v = malloc(c.pieces * (sizeof *v + 1));
+  if (!v) return GRT_ERR_NOMEM;
+  unsigned char *was_mapped = (unsigned char *)(v + c.pieces);
+  size_t n = 0;
+  for (grt_devptr at = va; at < va + size; at = v[n - 1]->va + v[n - 1]->size)
+    v[n++] = grt__u64map_get(&d->pieces, at); /* the pieces tile the range (the cover says so) */
   int tok = grt__cuda_enter(d);
-  /* Pieces are removed one at a time; restart the scan after each removal. */
-  for (grt_devptr at = va; st == GRT_OK && at < va + size;) {
-    grt__vmm_piece *p = grt__u64map_get(&d->pieces, at);
-    if (!p) break;
-    at = p->va + p->size;
-    st = unmap_piece(d, p);
-  }
+  grt_status st = unmap_pieces(d, v, was_mapped, n);
   grt__cuda_leave(d, tok);
+  free(v);
   return st;
 }
 
@@ -189,11 +230,7 @@ void grt__cuda_vmm_teardown(grt__cuda_dev *d) {
   while (d->pieces.count) {
     for (size_t i = 0; i <= d->pieces.mask; i++) {
       if (d->pieces.slots[i].key == UINT64_MAX) continue;
-      grt__vmm_piece *p = d->pieces.slots[i].value;
-      if (unmap_piece(d, p) != GRT_OK) { /* keep going: forget it */
-        grt__u64map_del(&d->pieces, p->va);
-        free(p);
-      }
+      drop_piece(d, d->pieces.slots[i].value);
       break;
     }
   }
