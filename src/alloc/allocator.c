@@ -67,7 +67,17 @@ grt_status grt_alloc_create(const char *policy, grt_device *dev, const grt_alloc
     free(a);
     return st;
   }
-  pthread_mutex_init(&a->lock, NULL);
+  /* Adaptive (glibc): a contended lock spins briefly before sleeping. The
+     critical sections are ~100 ns, shorter than a futex sleep and wake-up:
+     with 2 threads on one allocator this took 1.38 -> 3.21 M pairs/s
+     (`gpurt bench --only threads`); one thread is unchanged. */
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+#endif
+  pthread_mutex_init(&a->lock, &attr);
+  pthread_mutexattr_destroy(&attr);
   pthread_mutex_init(&a->err_lock, NULL);
   *out = a;
   return GRT_OK;
