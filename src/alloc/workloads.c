@@ -180,38 +180,50 @@ static bool config_ok(const grt__churn_config *c) {
          c->max_size <= UINT64_MAX - c->granule;
 }
 
-grt_status grt__churn_run(const grt__churn_config *c, grt__workload_allocator alloc, grt__churn_result *out) {
-  if (!c || !out || !config_ok(c) || (unsigned)alloc >= GRT__WALLOC_COUNT) return GRT_ERR_INVALID_ARG;
+/* One timed run of allocator `alloc` on stream s; *elapsed in ns. */
+static grt_status run_once(const grt__churn_config *c, grt__workload_allocator alloc, const op_stream *s,
+                           uint64_t *live, uint32_t *handle, grt__churn_result *res, double *elapsed) {
+  if (alloc == GRT__WALLOC_HARNESS) {
+    *res = (grt__churn_result){0};
+    *elapsed = run_harness(c, s, live, res);
+    return GRT_OK;
+  }
+  if (alloc == GRT__WALLOC_APPROX) return run_approx(c, s, live, handle, res, elapsed);
+  return run_range(c, (grt__index_kind)alloc, s, live, handle, res, elapsed);
+}
+
+static void summarize(double *ns, uint32_t runs, grt__churn_result *out) {
+  qsort(ns, runs, sizeof *ns, cmp_double);
+  out->ns_min = ns[0];
+  out->ns_per_pair = runs % 2 ? ns[runs / 2] : (ns[runs / 2 - 1] + ns[runs / 2]) / 2;
+}
+
+grt_status grt__churn_run_interleaved(const grt__churn_config *c, const grt__workload_allocator *allocs, size_t n,
+                                      grt__churn_result *out) {
+  if (!c || !allocs || !out || !n || !config_ok(c)) return GRT_ERR_INVALID_ARG;
+  for (size_t k = 0; k < n; k++)
+    if ((unsigned)allocs[k] >= GRT__WALLOC_COUNT) return GRT_ERR_INVALID_ARG;
   op_stream s;
   grt_status st = stream_draw(c, &s);
   if (st) return st;
   uint64_t *live = malloc(c->slots * sizeof *live);
   uint32_t *handle = malloc(c->slots * sizeof *handle);
-  double *ns = malloc(c->runs * sizeof *ns);
+  double *ns = malloc((size_t)c->runs * n * sizeof *ns); /* [k * runs + run] */
   st = GRT_ERR_NOMEM;
   if (!live || !handle || !ns) goto out;
-  grt__churn_result first = {0}, res = {0};
-  for (uint32_t run = 0; run < c->runs; run++) {
-    double elapsed = 0;
-    if (alloc == GRT__WALLOC_HARNESS) {
-      res = (grt__churn_result){0};
-      elapsed = run_harness(c, &s, live, &res);
-    } else if ((st = alloc == GRT__WALLOC_APPROX ? run_approx(c, &s, live, handle, &res, &elapsed)
-                                                   : run_range(c, (grt__index_kind)alloc, &s, live, handle, &res,
-                                                               &elapsed))) {
-      goto out;
+  for (uint32_t run = 0; run < c->runs; run++)
+    for (size_t k = 0; k < n; k++) {
+      grt__churn_result res;
+      double elapsed = 0;
+      if ((st = run_once(c, allocs[k], &s, live, handle, &res, &elapsed))) goto out;
+      if (run == 0) out[k] = res;
+      if (res.failures != out[k].failures || res.checksum != out[k].checksum) {
+        st = GRT_ERR_INTERNAL; /* same stream, different choices: a bug */
+        goto out;
+      }
+      ns[k * c->runs + run] = elapsed / c->iterations;
     }
-    if (run == 0) first = res;
-    if (res.failures != first.failures || res.checksum != first.checksum) {
-      st = GRT_ERR_INTERNAL; /* same stream, different choices: a bug */
-      goto out;
-    }
-    ns[run] = elapsed / c->iterations;
-  }
-  qsort(ns, c->runs, sizeof *ns, cmp_double);
-  *out = first;
-  out->ns_min = ns[0];
-  out->ns_per_pair = c->runs % 2 ? ns[c->runs / 2] : (ns[c->runs / 2 - 1] + ns[c->runs / 2]) / 2;
+  for (size_t k = 0; k < n; k++) summarize(ns + k * c->runs, c->runs, &out[k]);
   st = GRT_OK;
 out:
   free(ns);
@@ -219,6 +231,10 @@ out:
   free(live);
   stream_free(&s);
   return st;
+}
+
+grt_status grt__churn_run(const grt__churn_config *c, grt__workload_allocator alloc, grt__churn_result *out) {
+  return grt__churn_run_interleaved(c, &alloc, 1, out);
 }
 
 void grt__w1_config(grt__churn_config *c, uint64_t seed, uint32_t runs) {

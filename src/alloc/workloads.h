@@ -61,6 +61,12 @@ void grt__w2_config(grt__churn_config *cfg, uint64_t seed, uint32_t runs);
 /* Runs the churn on `alloc`. GRT_ERR_INVALID_ARG for a bad config or allocator;
  * GRT_ERR_NOMEM; GRT_ERR_INTERNAL if the allocator misbehaves (a bug). */
 grt_status grt__churn_run(const grt__churn_config *cfg, grt__workload_allocator alloc, grt__churn_result *out);
+/* The same for n allocators on one op stream, their runs interleaved (run 1
+ * of each, then run 2 of each, ...): a machine whose speed drifts between
+ * runs affects them alike, so ratios between them hold better. out[k] is
+ * allocs[k]'s result. */
+grt_status grt__churn_run_interleaved(const grt__churn_config *cfg, const grt__workload_allocator *allocs, size_t n,
+                                      grt__churn_result *out);
 grt_status grt__w1_run(grt__workload_allocator alloc, uint64_t seed, uint32_t runs, grt__churn_result *out);
 grt_status grt__w2_run(grt__workload_allocator alloc, uint64_t seed, uint32_t runs, grt__churn_result *out);
 /* The op stream of a config, drawn from its seed and independent of the
