@@ -10,7 +10,6 @@
  */
 #include <inttypes.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "trace/trace_impl.h"
 
@@ -51,9 +50,7 @@ grt_status grt__read_minimalloc(const char *data, size_t len, grt_trace **out, g
   grt__lines_init(&it, data, len);
   while (grt__lines_next(&it, &line)) {
     if (ncols == 0) {
-      grt__slice h = line;
-      if (h.n >= 3 && memcmp(h.p, "\xEF\xBB\xBF", 3) == 0) h.p += 3, h.n -= 3;
-      ncols = grt__split(h, ',', f, MAX_COLS);
+      ncols = grt__split(grt__slice_skip_bom(line), ',', f, MAX_COLS);
       if (ncols < 4 || ncols > MAX_COLS || !grt__slice_eq(f[0], "id") || !grt__slice_eq(f[1], "lower") ||
           !grt__slice_eq(f[2], "upper") || !grt__slice_eq(f[3], "size")) {
         ncols = 0;

@@ -297,9 +297,8 @@ static grt_status nat_line(nat_state *s, grt__slice line, uint64_t lineno, size_
   grt__slice f[2 + GRT_TRACE_RP2_INTERVALS + 1];
   char q[64];
   if (!s->seen_magic) {
-    grt__slice h = line; /* a UTF-8 BOM may precede the magic, as format detection and the CSV readers allow */
-    if (h.n >= 3 && memcmp(h.p, "\xEF\xBB\xBF", 3) == 0) h.p += 3, h.n -= 3;
-    if (!grt__slice_eq(grt__slice_trim(h), NATIVE_MAGIC))
+    /* a UTF-8 BOM may precede the magic, as format detection and the CSV readers allow */
+    if (!grt__slice_eq(grt__slice_trim(grt__slice_skip_bom(line)), NATIVE_MAGIC))
       FAIL("first line must be '" NATIVE_MAGIC "', found '%s'", grt__quote(line, q, sizeof q));
     s->seen_magic = true;
     return GRT_OK;

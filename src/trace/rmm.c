@@ -77,9 +77,7 @@ grt_status grt__read_rmm(const char *data, size_t len, grt_trace **out, grt_trac
   grt__lines_init(&it, data, len);
   while (grt__lines_next(&it, &line)) {
     if (!header) {
-      grt__slice h = line;
-      if (h.n >= 3 && memcmp(h.p, "\xEF\xBB\xBF", 3) == 0) h.p += 3, h.n -= 3;
-      if (!grt__slice_eq(grt__slice_trim(h), "Thread,Time,Action,Pointer,Size,Stream"))
+      if (!grt__slice_eq(grt__slice_trim(grt__slice_skip_bom(line)), "Thread,Time,Action,Pointer,Size,Stream"))
         FAIL("expected the header 'Thread,Time,Action,Pointer,Size,Stream', found '%s'", grt__quote(line, q, sizeof q));
       header = true;
       continue;

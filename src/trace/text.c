@@ -41,6 +41,11 @@ grt__slice grt__slice_trim(grt__slice s) {
   return s;
 }
 
+grt__slice grt__slice_skip_bom(grt__slice s) {
+  if (s.n >= 3 && memcmp(s.p, "\xEF\xBB\xBF", 3) == 0) s.p += 3, s.n -= 3;
+  return s;
+}
+
 bool grt__slice_eq(grt__slice s, const char *lit) {
   size_t n = strlen(lit);
   return s.n == n && memcmp(s.p, lit, n) == 0;

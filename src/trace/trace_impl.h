@@ -97,6 +97,8 @@ void grt__lines_init(grt__lines *it, const char *data, size_t len);
 bool grt__lines_next(grt__lines *it, grt__slice *line);
 
 grt__slice grt__slice_trim(grt__slice s);
+/* s without a leading UTF-8 byte order mark (readers take it on a first line). */
+grt__slice grt__slice_skip_bom(grt__slice s);
 bool grt__slice_eq(grt__slice s, const char *lit);
 /* Splits on `sep` (',' for CSV; ' ' meaning runs of blanks). Returns the
  * number of fields, or max + 1 when there are more than max. */
