@@ -90,6 +90,19 @@ static int any_piece(void *ctx, grt__vmm_piece *p) {
   return 1;
 }
 
+/* cuMemMap of handle h at [va, va+size) and read-write access for this
+ * device; on failure nothing stays mapped and *what names the failing call. */
+static CUresult map_handle(grt__cuda_dev *d, grt_devptr va, uint64_t size, CUmemGenericAllocationHandle h,
+                           const char **what) {
+  CUmemAccessDesc access = {{CU_MEM_LOCATION_TYPE_DEVICE, d->ordinal}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  *what = "cuMemMap";
+  CUresult r = d->cu->MemMap(va, (size_t)size, 0, h, 0);
+  if (r != CUDA_SUCCESS) return r;
+  *what = "cuMemSetAccess";
+  if ((r = d->cu->MemSetAccess(va, (size_t)size, &access, 1)) != CUDA_SUCCESS) d->cu->MemUnmap(va, (size_t)size);
+  return r;
+}
+
 grt_status grt__cuda_map(void *impl, grt_devptr va, uint64_t size) {
   grt__cuda_dev *d = impl;
   if (!d->cu->MemCreate || !d->cu->MemMap || !d->cu->MemSetAccess || !d->cu->MemUnmap || !d->cu->MemRelease)
@@ -100,22 +113,18 @@ grt_status grt__cuda_map(void *impl, grt_devptr va, uint64_t size) {
   grt__vmm_piece *piece = malloc(sizeof *piece);
   if (!piece) return GRT_ERR_NOMEM;
   CUmemAllocationProp prop = alloc_prop(d);
-  CUmemAccessDesc access = {{CU_MEM_LOCATION_TYPE_DEVICE, d->ordinal}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
   const char *what = "cuMemCreate";
-  int tok = grt__cuda_enter(d), mapped = 0, host_oom = 0;
+  int tok = grt__cuda_enter(d), host_oom = 0;
   CUmemGenericAllocationHandle h = 0;
   CUresult r = d->cu->MemCreate(&h, (size_t)size, &prop, 0);
   if (r == CUDA_SUCCESS) {
-    what = "cuMemMap";
-    r = d->cu->MemMap(va, (size_t)size, 0, h, 0);
-    mapped = r == CUDA_SUCCESS;
-    if (mapped) what = "cuMemSetAccess", r = d->cu->MemSetAccess(va, (size_t)size, &access, 1);
+    r = map_handle(d, va, size, h, &what);
     *piece = (grt__vmm_piece){va, size, h, GRT__PIECE_MAPPED};
-    if (r == CUDA_SUCCESS && !grt__u64map_put(&d->pieces, va, piece)) r = CUDA_ERROR_OUT_OF_MEMORY, host_oom = 1;
-    if (r != CUDA_SUCCESS) {
-      if (mapped) d->cu->MemUnmap(va, (size_t)size);
-      d->cu->MemRelease(h);
+    if (r == CUDA_SUCCESS && !grt__u64map_put(&d->pieces, va, piece)) {
+      d->cu->MemUnmap(va, (size_t)size);
+      r = CUDA_ERROR_OUT_OF_MEMORY, host_oom = 1;
     }
+    if (r != CUDA_SUCCESS) d->cu->MemRelease(h);
   }
   grt__cuda_leave(d, tok);
   if (r != CUDA_SUCCESS) {
@@ -151,24 +160,12 @@ static void drop_piece(grt__cuda_dev *d, grt__vmm_piece *p) {
   free(p);
 }
 
-/* Maps piece p again after its cuMemUnmap (the handle is still held): the
- * undo of a multi-piece unmap that failed partway. */
-static CUresult remap_piece(grt__cuda_dev *d, grt__vmm_piece *p) {
-  CUmemAccessDesc access = {{CU_MEM_LOCATION_TYPE_DEVICE, d->ordinal}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-  CUresult r = d->cu->MemMap(p->va, (size_t)p->size, 0, p->handle, 0);
-  if (r == CUDA_SUCCESS && (r = d->cu->MemSetAccess(p->va, (size_t)p->size, &access, 1)) != CUDA_SUCCESS)
-    d->cu->MemUnmap(p->va, (size_t)p->size);
-  if (r == CUDA_SUCCESS) p->state = GRT__PIECE_MAPPED;
-  return r;
-}
-
 /* Unmaps [va, va+size) all or nothing, in three passes over its pieces (in
  * address order): cuMemUnmap each mapped one — a failure maps the ones this
- * call unmapped again, so the range stays usable as it was; then cuMemRelease
- * each — a failure keeps every piece in the map, released or not, so a retry
- * of the same range finds them all and finishes; then forget them. Before,
- * pieces went one at a time: a failure at the second left the first gone and
- * a retry of the range was refused as not fully mapped. */
+ * call unmapped again (their handles are still held), so the range stays
+ * usable as the caller believes; then cuMemRelease each — a failure keeps
+ * every piece in the map, released or not, so a retry of the same range finds
+ * them all and finishes; then forget them. */
 static grt_status unmap_pieces(grt__cuda_dev *d, grt__vmm_piece **v, unsigned char *was_mapped, size_t n) {
   CUresult r = CUDA_SUCCESS;
   size_t k = 0;
@@ -178,8 +175,10 @@ static grt_status unmap_pieces(grt__cuda_dev *d, grt__vmm_piece **v, unsigned ch
       v[k]->state = GRT__PIECE_UNMAPPED;
   }
   if (r != CUDA_SUCCESS) {
+    const char *unused;
     for (size_t j = 0; j + 1 < k; j++) /* piece k - 1 failed: it is still mapped */
-      if (was_mapped[j]) remap_piece(d, v[j]); /* if even this fails, a retry releases it */
+      if (was_mapped[j] && map_handle(d, v[j]->va, v[j]->size, v[j]->handle, &unused) == CUDA_SUCCESS)
+        v[j]->state = GRT__PIECE_MAPPED; /* else it stays UNMAPPED: a retry releases it */
     return grt__cuda_fail(d, 1, r, "cuMemUnmap");
   }
   for (k = 0; k < n; k++) {
