@@ -207,6 +207,21 @@ static void test_workload_runner_agrees(void **state) {
   assert_int_equal(res[GRT__WALLOC_BINS].failures, res[GRT__WALLOC_OTREE].failures);
   assert_int_equal(res[GRT__WALLOC_BINS].failures_with_hole, 0);
   assert_int_equal(res[GRT__WALLOC_HARNESS].failures, 0);
+  /* Interleaved on one stream: each allocator's result is the one it gives alone. */
+  const grt__workload_allocator all[] = {GRT__WALLOC_APPROX, GRT__WALLOC_BINS, GRT__WALLOC_HARNESS, GRT__WALLOC_OTREE};
+  grt__churn_result mixed[4];
+  c.runs = 2;
+  assert_int_equal(grt__churn_run_interleaved(&c, all, 4, mixed), GRT_OK);
+  for (int k = 0; k < 4; k++) {
+    assert_int_equal(mixed[k].checksum, res[all[k]].checksum);
+    assert_int_equal(mixed[k].failures, res[all[k]].failures);
+    assert_int_equal(mixed[k].failures_with_hole, res[all[k]].failures_with_hole);
+    assert_true(mixed[k].ns_min <= mixed[k].ns_per_pair);
+  }
+  assert_int_equal(grt__churn_run_interleaved(&c, all, 0, mixed), GRT_ERR_INVALID_ARG);
+  const grt__workload_allocator bad[] = {GRT__WALLOC_BINS, GRT__WALLOC_COUNT};
+  assert_int_equal(grt__churn_run_interleaved(&c, bad, 2, mixed), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__churn_run_interleaved(&c, NULL, 1, mixed), GRT_ERR_INVALID_ARG);
   c.granule = 3; /* not a power of two */
   assert_int_equal(grt__churn_run(&c, GRT__WALLOC_BINS, &res[0]), GRT_ERR_INVALID_ARG);
   assert_null(grt__workload_allocator_name(GRT__WALLOC_COUNT));

@@ -98,17 +98,16 @@ static grt_status approx_alloc_fn(void *o, uint64_t size, uint64_t *off, uint32_
 static grt_status approx_free_fn(void *o, uint32_t h) { return grt__approx_free(o, h); }
 static uint64_t approx_largest_fn(const void *o) { return grt__approx_largest_free(o); }
 
-/* Fills the slots (untimed) and times the iterations on t. *elapsed in ns. */
 #if defined(__GNUC__)
 #define CHURN_INLINE inline __attribute__((always_inline))
 #else
 #define CHURN_INLINE inline
 #endif
 
-static CHURN_INLINE grt_status churn_timed(const churn_target *t, const grt__churn_config *c,
-                                                                    const op_stream *s, uint64_t *live,
-                                                                    uint32_t *handle, grt__churn_result *res,
-                                                                    double *elapsed) {
+/* Fills the slots (untimed) and times the iterations on t. *elapsed in ns. */
+static CHURN_INLINE grt_status churn_timed(const churn_target *t, const grt__churn_config *c, const op_stream *s,
+                                           uint64_t *live, uint32_t *handle, grt__churn_result *res,
+                                           double *elapsed) {
   *res = (grt__churn_result){0};
   for (uint32_t i = 0; i < c->slots; i++) {
     grt_status st = t->alloc(t->obj, s->fill_size[i], &live[i], &handle[i]);
