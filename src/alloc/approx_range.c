@@ -21,6 +21,7 @@
 #define MANT 3u
 #define NTOP 32u
 #define NBIN (NTOP << MANT)
+#define LEAF ((1u << MANT) - 1u) /* the mantissa bits: a bin's place in its top group */
 #define NONE UINT32_MAX
 
 enum { UNUSED = 0, FREE = 1, USED = 2 };
@@ -51,7 +52,7 @@ static inline unsigned top_bit(uint32_t x) { return 31u - (unsigned)__builtin_cl
 static inline uint32_t bin_down(uint32_t size) {
   if (size < (1u << MANT)) return size;
   unsigned low = top_bit(size) - MANT; /* bits below the mantissa */
-  return ((low + 1u) << MANT) | ((size >> low) & ((1u << MANT) - 1u));
+  return ((low + 1u) << MANT) | ((size >> low) & LEAF);
 }
 
 /* The lowest bin all of whose ranges hold `size` granules (rounded up; a
@@ -59,7 +60,7 @@ static inline uint32_t bin_down(uint32_t size) {
 static inline uint32_t bin_up(uint32_t size) {
   if (size < (1u << MANT)) return size;
   unsigned low = top_bit(size) - MANT;
-  uint32_t b = ((low + 1u) << MANT) + ((size >> low) & ((1u << MANT) - 1u));
+  uint32_t b = ((low + 1u) << MANT) + ((size >> low) & LEAF);
   return b + (uint32_t)((size & ((1u << low) - 1u)) != 0);
 }
 
@@ -76,7 +77,7 @@ static void bin_insert(grt__approx *a, uint32_t i) {
   n->bin_next = h;
   if (h != NONE) a->nodes[h].bin_prev = i;
   a->head[b] = i;
-  a->leaf[b >> MANT] |= (uint8_t)(1u << (b & 7u));
+  a->leaf[b >> MANT] |= (uint8_t)(1u << (b & LEAF));
   a->top |= 1u << (b >> MANT);
   n->state = FREE;
 }
@@ -90,7 +91,9 @@ static void bin_remove(grt__approx *a, uint32_t i) {
   }
   uint32_t b = bin_down(n->size);
   a->head[b] = n->bin_next;
-  if (n->bin_next == NONE && !(a->leaf[b >> MANT] &= (uint8_t)~(1u << (b & 7u)))) a->top &= ~(1u << (b >> MANT));
+  if (n->bin_next != NONE) return;
+  a->leaf[b >> MANT] &= (uint8_t)~(1u << (b & LEAF)); /* the bin emptied */
+  if (!a->leaf[b >> MANT]) a->top &= ~(1u << (b >> MANT));
 }
 
 grt_status grt__approx_create(uint64_t capacity, uint64_t granule, uint32_t max_nodes, grt__approx **out) {
@@ -131,7 +134,7 @@ grt_status grt__approx_alloc(grt__approx *a, uint64_t size, uint64_t *offset, ui
   if (!size || size > (uint64_t)a->capacity << a->shift) return GRT_ERR_SIZE;
   uint32_t units = (uint32_t)((size + (1ULL << a->shift) - 1) >> a->shift);
   uint32_t want = bin_up(units), t = want >> MANT, l = NONE;
-  if (a->top & (1u << t)) l = lowest_from(a->leaf[t], want & 7u);
+  if (a->top & (1u << t)) l = lowest_from(a->leaf[t], want & LEAF);
   if (l == NONE) {
     t = t + 1 < NTOP ? lowest_from(a->top, t + 1) : NONE;
     if (t == NONE) return GRT_ERR_OOM;
@@ -200,7 +203,7 @@ uint64_t grt__approx_free_bytes(const grt__approx *a) { return a->free_units << 
 static grt_status check_bins(const grt__approx *a, uint64_t *members) {
   uint32_t top = 0;
   for (uint32_t b = 0; b < NBIN; b++) {
-    int bit = (a->leaf[b >> MANT] >> (b & 7u)) & 1;
+    int bit = (a->leaf[b >> MANT] >> (b & LEAF)) & 1;
     if (bit != (a->head[b] != NONE)) return GRT_ERR_INTERNAL;
     if (a->leaf[b >> MANT]) top |= 1u << (b >> MANT);
     uint32_t prev = NONE;
@@ -224,7 +227,10 @@ grt_status grt__approx_check(const grt__approx *a) {
       return GRT_ERR_INTERNAL;
     int is_free = n->state == FREE;
     if (is_free && prev_free) return GRT_ERR_INTERNAL;
-    if (is_free) free_units += n->size, free_n++;
+    if (is_free) {
+      free_units += n->size;
+      free_n++;
+    }
     prev_free = is_free;
     off += n->size;
     if (++live > a->max_nodes) return GRT_ERR_INTERNAL; /* a cycle */

@@ -147,7 +147,8 @@ grt_status bench_threads(const char *policy, int threads, uint64_t pairs_per_thr
   grt_device *dev[8] = {0};
   grt_allocator *a[8] = {0};
   grt_status st = GRT_OK;
-  for (int i = 0; i < (own ? threads : 1) && !st; i++) st = new_pair(own ? "caching" : policy, 4 * GRT_GiB, &dev[i], &a[i]);
+  for (int i = 0; i < (own ? threads : 1) && !st; i++)
+    st = new_pair(own ? "caching" : policy, 4 * GRT_GiB, &dev[i], &a[i]);
   pthread_t t[8];
   worker w[8];
   int errors = 0;
