@@ -274,11 +274,11 @@ static void help(grt_exec *exec, grt__op *op, grt__cond_fn cond, void *ctx) {
   grt__engine *e = &exec->engines[x];
   grt__worker h = {exec, pthread_self(), x, NULL};
   exec->helper = &h;
-  do {
+  for (;;) {
     run_op(exec, &h, op);
     if (exec->error || cond(exec, ctx) || !(op = help_pop(exec, x))) break;
     if (e->kicks_pending) e->kicks_pending--;
-  } while (op);
+  }
   exec->helper = NULL;
   deferred d;
   take_deferred(exec, &d);
