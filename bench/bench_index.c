@@ -6,7 +6,9 @@
  * approximate-fit peer design ("approx", OffsetAllocator's algorithm: the
  * machine-independent speed reference) and the empty harness, the ratios
  * otree/bins and bins/approx, and W2's failures at seed 42 and the mean over
- * seeds 1-3. With --json: one object per line instead. --only runs
+ * seeds 1-3, and the long-class workload (workloads.h: 10,000 equal free
+ * ranges that cannot merge; bins against otree, no peer figure).
+ * With --json: one object per line instead. --only runs
  * W1 on one allocator (for profiling: perf record bench_index --only bins).
  * The runners live in src/alloc/workloads.c.
  */
@@ -101,8 +103,20 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_index: bins and otree chose differently on W1\n");
     return 1;
   }
+  enum { LONG_N = 10000, LONG_ITERS = 200000 };
+  const grt__index_kind long_kinds[2] = {GRT__INDEX_BINS, GRT__INDEX_OTREE};
+  grt__churn_result long_res[2];
+  grt_status lst = grt__long_class_run(long_kinds, 2, LONG_N, LONG_ITERS, runs, long_res);
+  if (lst) {
+    fprintf(stderr, "bench_index: long class: %s\n", grt_status_name(lst));
+    return 1;
+  }
   if (json) {
     for (int i = 0; i < n; i++) print_json(&rows[i]);
+    for (int k = 0; k < 2; k++)
+      printf("{\"workload\":\"long-class\",\"allocator\":\"%s\",\"ns_per_pair\":%.2f,\"ns_min\":%.2f}\n",
+             grt__workload_allocator_name((grt__workload_allocator)long_kinds[k]), long_res[k].ns_per_pair,
+             long_res[k].ns_min);
     return 0;
   }
   printf("W1 random-8g: 8 GiB, 1000 slots, 1e6 free+alloc pairs, seed 42, median of %u runs (interleaved)\n",
@@ -132,6 +146,10 @@ int main(int argc, char **argv) {
   }
   for (int a = 0; a < NW2; a++)
     printf("  %-8s %8s %14.1f %14.1f\n", grt__workload_allocator_name(w1[a]), "mean 1-3", mean[a], mean_hole[a]);
+  printf("Long class: %u free %u-byte ranges between live spacers, %u of them taken, %u free+alloc pairs,\n"
+         "  median of %u runs: bins %.1f ns/pair, otree %.1f (ratio otree/bins %.2fx; identical choices: yes)\n",
+         LONG_N, GRT__LONG_UNIT, LONG_N / 2, LONG_ITERS, runs, long_res[0].ns_per_pair, long_res[1].ns_per_pair,
+         long_res[1].ns_per_pair / long_res[0].ns_per_pair);
   printf("Note: our PRNG (xoshiro256**) differs from the peers', so failure counts compare\n"
          "with anchors.md only statistically; between bins and otree they are exact.\n"
          "approx is OffsetAllocator's design (approx_range.h), run in this process as the speed reference.\n");

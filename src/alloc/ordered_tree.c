@@ -20,6 +20,7 @@ typedef struct node {
 struct grt__otree {
   node *root;
   node *free_nodes;
+  size_t n_free; /* nodes on free_nodes */
   size_t count;
   uint64_t rng;
 };
@@ -112,6 +113,7 @@ grt_status grt__otree_insert(grt__otree *b, uint64_t size, uint64_t addr, void *
   if (b->free_nodes) {
     n = b->free_nodes;
     b->free_nodes = n->left;
+    b->n_free--;
   } else if (!(n = malloc(sizeof *n))) {
     return GRT_ERR_NOMEM;
   }
@@ -137,6 +139,7 @@ bool grt__otree_erase(grt__otree *b, uint64_t size, uint64_t addr) {
       *link = join(n->left, n->right);
       n->left = b->free_nodes;
       b->free_nodes = n;
+      b->n_free++;
       b->count--;
       return true;
     }
@@ -203,3 +206,14 @@ bool grt__otree_last(const grt__otree *b, grt__bin_entry *out) {
 }
 
 size_t grt__otree_count(const grt__otree *b) { return b->count; }
+
+grt_status grt__otree_reserve(grt__otree *b, size_t n) {
+  while (b->n_free < n) {
+    node *x = malloc(sizeof *x);
+    if (!x) return GRT_ERR_NOMEM;
+    x->left = b->free_nodes;
+    b->free_nodes = x;
+    b->n_free++;
+  }
+  return GRT_OK;
+}

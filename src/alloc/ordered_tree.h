@@ -33,5 +33,9 @@ bool grt__otree_prev(const grt__otree *t, uint64_t size, uint64_t addr, grt__bin
 bool grt__otree_first(const grt__otree *t, grt__bin_entry *out);
 bool grt__otree_last(const grt__otree *t, grt__bin_entry *out);
 size_t grt__otree_count(const grt__otree *t);
+/* Pools nodes until n are spare, so that the next n inserts cannot fail for
+ * lack of memory (callers that must not fail halfway reserve first). GRT_ERR_NOMEM
+ * leaves the nodes pooled so far. */
+grt_status grt__otree_reserve(grt__otree *t, size_t n);
 
 #endif

@@ -22,11 +22,15 @@
  *     two-level bitmap marks non-empty classes. Best fit is a fused
  *     find-and-unlink: in class_of(size), the class minimum if it fits, else
  *     the least member that fits (a scan of that one class); otherwise the
- *     minimum of the next non-empty class (two ctz). Nothing here allocates,
- *     so these steps never fail. Cost: O(1) plus a scan of one class when its
- *     minimum is stale or too small; a class holding thousands of ranges
- *     makes those scans long (bins.c bounds this case with a per-class tree;
- *     this path does not).
+ *     minimum of the next non-empty class (two ctz). Cost: O(1) plus a scan
+ *     of one class when its minimum is stale or too small. A long class
+ *     (thousands of equal-size ranges: a model freeing a batch of identical
+ *     tensors) would make every such scan long, so a scan that walks more
+ *     than BIG_SCAN members moves the class into an ordered tree of its own
+ *     (ordered_tree.c; the class minimum reads IN_TREE, members are marked
+ *     TREE_FREE), where a find is O(log n); it returns to a list below
+ *     SMALL_TREE members. Lists need no memory; a tree that cannot grow turns
+ *     back into a list (exact, slower), so class steps never fail.
  *   - GRT__INDEX_OTREE: the ordered tree through the block_index ops table
  *     (the baseline), with node index + 1 as the value.
  * Both return the same choice for every call: the smallest free range with
@@ -47,20 +51,30 @@
  *   - a node is in the index iff it is free; the map, if built, holds every node;
  *   - class lists: well linked, every member free and in class_of(its size),
  *     a clean class minimum exact (DUMMY when empty), the bitmaps mark exactly
- *     the non-empty classes;
+ *     the non-empty classes; a tree class has an empty list, at least
+ *     SMALL_TREE members, each a TREE_FREE node whose key is its entry's;
  *   - free_bytes / free_n are the free nodes' total size / count.
  *
  * Failure atomicity: every step that can fail (node pool growth, map insert,
- * tree insert) runs before anything is modified; erases never fail.
+ * tree insert of the GRT__INDEX_OTREE kind) runs before anything is
+ * modified; erases never fail; a class's tree is best effort (the class is a
+ * list, still exact, whenever its tree cannot be built or grown).
  */
 #include "alloc/range_alloc.h"
 
+#include <assert.h>
 #include <stdlib.h>
+
+#include "alloc/ordered_tree.h"
 
 #if defined(__GNUC__)
 #define GRT__ALWAYS_INLINE __attribute__((always_inline)) /* hot path: no call, no spills */
+#define GRT__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define GRT__COLD __attribute__((cold, noinline)) /* off the hot path: no spills there for its sake */
 #else
 #define GRT__ALWAYS_INLINE
+#define GRT__UNLIKELY(x) (x)
+#define GRT__COLD
 #endif
 
 #define NIL UINT32_MAX           /* address-order links: no neighbour */
@@ -71,6 +85,9 @@
 #define DUMMY 0u /* node 0: key (max, max), in no list: the minimum of an empty class */
 #define FIRST 1u /* node 1: the block at offset 0, never removed */
 #define DIRTY UINT32_MAX /* cmin of a class whose minimum left: rescan on demand */
+#define IN_TREE (UINT32_MAX - 1) /* cmin of a class kept in its tree (a long class) */
+#define BIG_SCAN 64u   /* a scan walking more members than this moves its class into a tree */
+#define SMALL_TREE 16u /* a tree class with fewer members goes back to a list */
 
 #define SUB_LOG2 6u
 #define SUB (1u << SUB_LOG2)
@@ -106,6 +123,8 @@ struct grt__range {
   uint32_t slot_count; /* nodes in the map */
   const grt__index_ops *ops;
   void *index;         /* GRT__INDEX_OTREE: free ranges keyed (size, offset) */
+  grt__otree **trees;     /* [NCLASS] long classes' trees (NULL until the first) */
+  uint32_t tree_classes;  /* classes in tree mode now; while 0, alloc and free run without tree checks */
   uint64_t summary;    /* bit w: words[w] != 0 */
   uint64_t words[NWORDS]; /* bit c: class c non-empty */
 };
@@ -184,6 +203,10 @@ static bool map_build(grt__range *r) {
   return true;
 }
 
+/* Node index <-> tree value (never NULL: a tree entry's value is node + 1). */
+static inline void *tag(uint32_t i) { return (void *)(uintptr_t)(i + 1); }
+static inline uint32_t untag(void *v) { return (uint32_t)((uintptr_t)v - 1); }
+
 /* ---- intrusive size classes (GRT__INDEX_BINS) ------------------------------ */
 
 static inline uint32_t class_of(uint64_t size) {
@@ -214,39 +237,119 @@ static inline uint32_t min_node(const rnode *N, uint32_t a, uint32_t b) {
   return (b & take_b) | (a & ~take_b);
 }
 
-/* The least member of class c by a scan of its list; DUMMY when empty. */
-static uint32_t cls_scan_min(const grt__range *r, uint32_t c) {
+/* The least member of class c by a scan of its list (DUMMY when empty); the
+ * members walked in *len. */
+static uint32_t cls_scan_min(const grt__range *r, uint32_t c, uint32_t *len) {
   const rlink *L = r->links;
   int32_t s = SENT(c);
-  uint32_t m = DUMMY;
-  for (int32_t i = L[s].next; i != END; i = L[i].next) m = min_node(r->nodes, m, (uint32_t)i);
+  uint32_t m = DUMMY, n = 0;
+  for (int32_t i = L[s].next; i != END; i = L[i].next, n++) m = min_node(r->nodes, m, (uint32_t)i);
+  *len = n;
   return m;
 }
 
-/* The least member of class c (DUMMY when empty), rescanned if stale. */
-static inline uint32_t cls_min(grt__range *r, uint32_t c) {
-  uint32_t m = (uint32_t)CMIN(r, c);
-  if (m == DIRTY) CMIN(r, c) = (int32_t)(m = cls_scan_min(r, c));
-  return m;
-}
+static inline bool cls_in_tree(const grt__range *r, uint32_t c) { return (uint32_t)CMIN(r, c) == IN_TREE; }
 
-/* Links free node i into class c (its class) at the front. A clean minimum
- * is updated by one comparison (an empty class's is DUMMY, above every node);
- * a stale one stays stale. No branch on data. */
-static inline void cls_insert(grt__range *r, uint32_t i, uint32_t c) {
-  rlink *L = r->links;
-  int32_t s = SENT(c);
-  link_between(L, s, (int32_t)i, L[s].next);
-  uint32_t m = (uint32_t)CMIN(r, c), dirty = 0u - (uint32_t)(m == DIRTY);
-  CMIN(r, c) = (int32_t)(min_node(r->nodes, m & ~dirty, i) | dirty); /* DUMMY is 0, DIRTY all ones */
+static inline void mark(grt__range *r, uint32_t c) {
   r->words[c >> 6] |= 1ULL << (c & 63); /* no branch: it may already be set */
   r->summary |= 1ULL << (c >> 6);
 }
 
-/* Unlinks free node i (of class c) from its list: O(1), no search, no branch.
- * When i was the class minimum, the minimum becomes stale (DUMMY if the class
- * emptied): a later find rescans it only if it needs that class. */
-static inline void cls_unlink(grt__range *r, uint32_t i, uint32_t c) {
+/* ---- long classes: a tree per class ---------------------------------------- */
+
+static inline void cls_insert(grt__range *r, uint32_t i, uint32_t c, bool trees);
+
+/* Moves class c's list (len members, found long by a scan) into its tree.
+ * Best effort: without memory the class stays a list, still exact. */
+GRT__COLD static void to_tree(grt__range *r, uint32_t c, uint32_t len) {
+  if (!r->trees && !(r->trees = calloc(NCLASS, sizeof *r->trees))) return;
+  if (!r->trees[c] && grt__otree_create(&r->trees[c]) != GRT_OK) return;
+  if (grt__otree_reserve(r->trees[c], len) != GRT_OK) return;
+  rlink *L = r->links;
+  for (int32_t i = L[SENT(c)].next; i != END;) {
+    int32_t next = L[i].next;
+    grt_status st = grt__otree_insert(r->trees[c], r->nodes[i].size, r->nodes[i].off, tag((uint32_t)i));
+    assert(st == GRT_OK); /* reserved, and list keys are distinct */
+    (void)st;
+    L[i].prev = TREE_FREE;
+    i = next;
+  }
+  L[SENT(c)] = (rlink){END, (int32_t)IN_TREE}; /* the class bit stays set */
+  r->tree_classes++;
+}
+
+/* Moves a tree class that fell below SMALL_TREE back into its list (lists
+ * need no memory: this never fails); the tree keeps its nodes pooled. */
+GRT__COLD static void to_list(grt__range *r, uint32_t c) {
+  grt__otree *t = r->trees[c];
+  r->links[SENT(c)] = (rlink){END, (int32_t)DUMMY};
+  r->tree_classes--;
+  grt__bin_entry e;
+  while (grt__otree_first(t, &e)) {
+    grt__otree_erase(t, e.size, e.addr);
+    cls_insert(r, untag(e.value), c, false); /* the class is a list again */
+  }
+}
+
+/* Adds free node i to tree class c. When the tree cannot grow (no memory),
+ * the class goes back to a list and i joins it: slower until a later scan
+ * moves it into a tree again, but exact, and an insert never fails. */
+GRT__COLD static void tree_insert(grt__range *r, uint32_t i, uint32_t c) {
+  if (grt__otree_insert(r->trees[c], r->nodes[i].size, r->nodes[i].off, tag(i)) == GRT_OK) {
+    r->links[i].prev = TREE_FREE;
+    mark(r, c);
+    return;
+  }
+  to_list(r, c);
+  cls_insert(r, i, c, false);
+}
+
+GRT__COLD static void tree_erase(grt__range *r, uint32_t i, uint32_t c) {
+  bool found = grt__otree_erase(r->trees[c], r->nodes[i].size, r->nodes[i].off);
+  assert(found);
+  (void)found;
+  if (grt__otree_count(r->trees[c]) >= SMALL_TREE) return;
+  to_list(r, c);
+  if (r->links[SENT(c)].next == END) { /* emptied */
+    uint64_t w = r->words[c >> 6] &= ~(1ULL << (c & 63));
+    if (!w) r->summary &= ~(1ULL << (c >> 6));
+  }
+}
+
+/* ---- class operations ------------------------------------------------------ */
+
+/* `trees` below: whether some class may be a tree (tree_classes != 0).
+ * Callers pass a constant, so that while no class is long (the common case)
+ * alloc and free compile to code without the tree tests. */
+
+/* Adds free node i to class c (its class): a tree class's tree, or the
+ * front of the list. A clean list minimum is updated by one comparison (an
+ * empty class's is DUMMY, above every node); a stale one stays stale. No
+ * branch on data. */
+static inline void cls_insert(grt__range *r, uint32_t i, uint32_t c, bool trees) {
+  rlink *L = r->links;
+  int32_t s = SENT(c);
+  uint32_t m = (uint32_t)CMIN(r, c);
+  if (trees && m == IN_TREE) {
+    tree_insert(r, i, c);
+    return;
+  }
+  link_between(L, s, (int32_t)i, L[s].next);
+  uint32_t dirty = 0u - (uint32_t)(m == DIRTY);
+  CMIN(r, c) = (int32_t)(min_node(r->nodes, m & ~dirty, i) | dirty); /* DUMMY is 0, DIRTY all ones */
+  mark(r, c);
+}
+
+/* Removes free node i from class c (its class). From a list: O(1), no
+ * search, no branch on data; when i was the class minimum, the minimum
+ * becomes stale (DUMMY if the class emptied): a later find rescans it only if
+ * it needs that class. */
+static inline void cls_unlink(grt__range *r, uint32_t i, uint32_t c, bool trees) {
+  uint32_t m = (uint32_t)CMIN(r, c);
+  if (trees && m == IN_TREE) {
+    tree_erase(r, i, c);
+    return;
+  }
   rlink *L = r->links;
   int32_t p = L[i].prev, q = L[i].next;
   L[p].next = q;
@@ -256,29 +359,60 @@ static inline void cls_unlink(grt__range *r, uint32_t i, uint32_t c) {
   uint32_t emptied = (p < 0) & (q == END);
   uint64_t w = r->words[c >> 6] &= ~((uint64_t)emptied << (c & 63));
   r->summary &= ~((uint64_t)(w == 0) << (c >> 6));
-  uint32_t m = (uint32_t)CMIN(r, c), was = 0u - (uint32_t)(m == i), repl = 0u - (1u - emptied); /* DIRTY or DUMMY */
+  uint32_t was = 0u - (uint32_t)(m == i), repl = 0u - (1u - emptied); /* DIRTY or DUMMY */
   CMIN(r, c) = (int32_t)((repl & was) | (m & ~was));
+}
+
+/* The least member of a tree class or of a list class with a stale minimum
+ * (rescanned; a long one moves into a tree). */
+static uint32_t cls_min_slow(grt__range *r, uint32_t c, uint32_t m) {
+  if (m == IN_TREE) {
+    grt__bin_entry e;
+    grt__otree_first(r->trees[c], &e); /* a tree class is never empty */
+    return untag(e.value);
+  }
+  uint32_t len;
+  m = cls_scan_min(r, c, &len);
+  CMIN(r, c) = (int32_t)m;
+  if (len > BIG_SCAN) to_tree(r, c, len);
+  return m;
+}
+
+/* The least member of class c (DUMMY when empty). */
+static inline uint32_t cls_min(grt__range *r, uint32_t c) {
+  uint32_t m = (uint32_t)CMIN(r, c);
+  return m >= IN_TREE ? cls_min_slow(r, c, m) : m;
+}
+
+/* The least member of class c with size >= `size` (its minimum did not fit),
+ * or DUMMY: a scan of the list (a long one moves into a tree) or a tree search. */
+static uint32_t cls_least_fit(grt__range *r, uint32_t c, uint64_t size) {
+  if (cls_in_tree(r, c)) {
+    grt__bin_entry e;
+    return grt__otree_lower_bound(r->trees[c], size, 0, &e) ? untag(e.value) : DUMMY;
+  }
+  const rlink *L = r->links;
+  const rnode *N = r->nodes;
+  uint32_t best = DUMMY, len = 0;
+  for (int32_t i = L[SENT(c)].next; i != END; i = L[i].next, len++) {
+    uint32_t take = 0u - (uint32_t)((N[i].size >= size) & key_less(&N[i], N[best].size, N[best].off));
+    best = ((uint32_t)i & take) | (best & ~take);
+  }
+  if (len > BIG_SCAN) to_tree(r, c, len);
+  return best;
 }
 
 /* The smallest free node with size >= `size`, lowest offset first, and its
  * class in *cls; NIL if none. */
 static inline uint32_t cls_find(grt__range *r, uint64_t size, uint32_t *cls) {
-  const rlink *L = r->links;
-  const rnode *N = r->nodes;
   uint32_t c = class_of(size), w = c >> 6;
   uint64_t bits = r->words[w] & (~0ULL << (c & 63));
   if (bits & (1ULL << (c & 63))) {
     uint32_t m = cls_min(r, c);
     *cls = c;
-    if (N[m].size >= size) return m; /* the class minimum fits: it is the answer */
-    /* Else the least member that fits, if any: a scan of this one class. */
-    int32_t s = SENT(c);
-    uint32_t best = DUMMY;
-    for (int32_t i = L[s].next; i != END; i = L[i].next) {
-      uint32_t take = 0u - (uint32_t)((N[i].size >= size) & key_less(&N[i], N[best].size, N[best].off));
-      best = ((uint32_t)i & take) | (best & ~take);
-    }
-    if (best != DUMMY) return best;
+    if (r->nodes[m].size >= size) return m; /* the class minimum fits: it is the answer */
+    m = cls_least_fit(r, c, size);
+    if (m != DUMMY) return m;
     bits &= bits - 1; /* every member of class c is too small */
   }
   if (!bits) {
@@ -296,7 +430,13 @@ static inline uint32_t cls_find(grt__range *r, uint64_t size, uint32_t *cls) {
 static uint32_t cls_last(const grt__range *r) {
   if (!r->summary) return NIL;
   uint32_t w = 63u - (uint32_t)__builtin_clzll(r->summary);
-  int32_t s = SENT((w << 6) | (63u - (uint32_t)__builtin_clzll(r->words[w]))); /* non-empty */
+  uint32_t c = (w << 6) | (63u - (uint32_t)__builtin_clzll(r->words[w])); /* non-empty */
+  if (cls_in_tree(r, c)) {
+    grt__bin_entry e;
+    grt__otree_last(r->trees[c], &e);
+    return untag(e.value);
+  }
+  int32_t s = SENT(c);
   uint32_t m = (uint32_t)r->links[s].next;
   for (int32_t i = r->links[m].next; i != END; i = r->links[i].next)
     m = min_node(r->nodes, m, (uint32_t)i) == m ? (uint32_t)i : m;
@@ -304,9 +444,6 @@ static uint32_t cls_last(const grt__range *r) {
 }
 
 /* ---- tree index (GRT__INDEX_OTREE) ---------------------------------------- */
-
-static inline void *tag(uint32_t i) { return (void *)(uintptr_t)(i + 1); }
-static inline uint32_t untag(void *v) { return (uint32_t)((uintptr_t)v - 1); }
 
 static uint32_t tree_find(const grt__range *r, uint64_t size) {
   grt__bin_entry e;
@@ -367,7 +504,7 @@ grt_status grt__range_create(uint64_t capacity, grt__index_kind kind, grt__range
     r->links[i].prev = TREE_FREE;
     if ((st = ops->insert(r->index, capacity, 0, tag(i)))) goto fail;
   } else {
-    cls_insert(r, i, class_of(capacity));
+    cls_insert(r, i, class_of(capacity), false);
   }
   r->free_bytes = capacity;
   r->free_n = 1;
@@ -381,6 +518,9 @@ fail:
 void grt__range_destroy(grt__range *r) {
   if (!r) return;
   if (r->index) r->ops->destroy(r->index);
+  if (r->trees)
+    for (uint32_t c = 0; c < NCLASS; c++) grt__otree_destroy(r->trees[c]);
+  free(r->trees);
   free(r->slots);
   free(r->nodes);
   free(r->link_base);
@@ -413,31 +553,43 @@ static inline void tail_link(grt__range *r, uint32_t i, uint32_t t, uint64_t siz
   r->free_n++;
 }
 
-/* Best fit, taken out of the class index; the tail of a split goes back in.
- * The tail is smaller than the range it came from: when both share a class,
- * it takes the range's place in the list. */
-GRT__ALWAYS_INLINE static inline grt_status alloc_classes(grt__range *r, uint64_t size, uint32_t *out) {
-  uint32_t c, i = cls_find(r, size, &c);
-  if (i == NIL) return GRT_ERR_OOM;
+/* Takes free node i (of class c, found by best fit) out of the class index
+ * for `size` bytes; the tail of a split goes back in. The tail is smaller
+ * than the range it came from: when both share a list class and i is its
+ * minimum, the tail takes i's place in the list and is the new minimum. */
+GRT__ALWAYS_INLINE static inline grt_status take(grt__range *r, uint32_t i, uint32_t c, uint64_t size, bool trees) {
   uint64_t old = r->nodes[i].size;
   if (old > size) {
+    uint32_t tc = class_of(old - size);
     uint32_t t = tail_new(r, i, size);
     if (t == NIL) return GRT_ERR_NOMEM;
-    uint32_t tc = class_of(old - size);
     if (tc == c && (uint32_t)CMIN(r, c) == i) { /* t < i: t is the class's new minimum */
       rlink *L = r->links;
       link_between(L, L[i].prev, (int32_t)t, L[i].next);
       CMIN(r, c) = (int32_t)t;
     } else {
-      cls_unlink(r, i, c);
-      cls_insert(r, t, tc);
+      cls_unlink(r, i, c, trees);
+      cls_insert(r, t, tc, trees);
     }
     tail_link(r, i, t, size);
   } else {
-    cls_unlink(r, i, c);
+    cls_unlink(r, i, c, trees);
   }
-  *out = i;
   return GRT_OK;
+}
+
+GRT__COLD static grt_status take_with_trees(grt__range *r, uint32_t i, uint32_t c, uint64_t size) {
+  return take(r, i, c, size, true);
+}
+
+/* Best fit from the class index (a scan in the find may move a class into
+ * a tree: the mode is read after it). */
+GRT__ALWAYS_INLINE static inline grt_status alloc_classes(grt__range *r, uint64_t size, uint32_t *out) {
+  uint32_t c, i = cls_find(r, size, &c);
+  if (i == NIL) return GRT_ERR_OOM;
+  grt_status st = GRT__UNLIKELY(r->tree_classes) ? take_with_trees(r, i, c, size) : take(r, i, c, size, false);
+  *out = i;
+  return st;
 }
 
 static grt_status alloc_tree(grt__range *r, uint64_t size, uint32_t *out) {
@@ -489,8 +641,15 @@ static inline void absorb(grt__range *r, uint32_t keep, uint32_t j) {
   node_put(r, j);
 }
 
+/* The size of node i merged with the neighbours that merge. */
+static uint64_t merged_size(const grt__range *r, uint32_t i, bool merge_prev, bool merge_next) {
+  const rnode *N = r->nodes;
+  return N[i].size + (merge_prev ? N[N[i].prev].size : 0) + (merge_next ? N[N[i].next].size : 0);
+}
+
+
 /* Frees allocated node i (class kind), merging it with free neighbours. */
-GRT__ALWAYS_INLINE static inline void free_classes(grt__range *r, uint32_t i) {
+GRT__ALWAYS_INLINE static inline void free_classes(grt__range *r, uint32_t i, bool trees) {
   rnode *nodes = r->nodes, *n = &nodes[i];
   uint32_t p = n->prev, q = n->next;
   bool merge_prev = p != NIL && node_free(r, p);
@@ -498,16 +657,18 @@ GRT__ALWAYS_INLINE static inline void free_classes(grt__range *r, uint32_t i) {
   r->free_bytes += n->size;
   r->free_n = r->free_n + 1 - (uint64_t)merge_prev - (uint64_t)merge_next;
   if (merge_next) {
-    cls_unlink(r, q, class_of(nodes[q].size));
+    cls_unlink(r, q, class_of(nodes[q].size), trees);
     absorb(r, i, q);
   }
   if (merge_prev) {
-    cls_unlink(r, p, class_of(nodes[p].size));
+    cls_unlink(r, p, class_of(nodes[p].size), trees);
     absorb(r, p, i);
     i = p;
   }
-  cls_insert(r, i, class_of(nodes[i].size));
+  cls_insert(r, i, class_of(nodes[i].size), trees);
 }
+
+GRT__COLD static void free_with_trees(grt__range *r, uint32_t i) { free_classes(r, i, true); }
 
 /* Frees allocated node i (tree kind), merging it with free neighbours. */
 static grt_status free_tree(grt__range *r, uint32_t i) {
@@ -516,7 +677,7 @@ static grt_status free_tree(grt__range *r, uint32_t i) {
   bool merge_prev = p != NIL && node_free(r, p);
   bool merge_next = q != NIL && node_free(r, q);
   uint32_t head = merge_prev ? p : i;
-  uint64_t size = n->size + (merge_prev ? nodes[p].size : 0) + (merge_next ? nodes[q].size : 0);
+  uint64_t size = merged_size(r, i, merge_prev, merge_next);
   /* The merged range is a new key (it differs in size or offset from both
    * neighbours), so inserting it first is safe and is the only step that can fail. */
   grt_status st = r->ops->insert(r->index, size, nodes[head].off, tag(head));
@@ -533,7 +694,8 @@ static grt_status free_tree(grt__range *r, uint32_t i) {
 
 static inline grt_status free_node(grt__range *r, uint32_t i) {
   if (r->kind != GRT__INDEX_BINS) return free_tree(r, i);
-  free_classes(r, i);
+  if (GRT__UNLIKELY(r->tree_classes)) free_with_trees(r, i);
+  else free_classes(r, i, false);
   return GRT_OK;
 }
 
@@ -566,28 +728,52 @@ uint64_t grt__range_free_bytes(const grt__range *r) { return r->free_bytes; }
 
 uint64_t grt__range_free_count(const grt__range *r) { return r->free_n; }
 
+uint32_t grt__range_long_classes(const grt__range *r) { return r->tree_classes; }
+
+/* A tree class: an empty list, at least SMALL_TREE entries, each naming a
+ * TREE_FREE node of class c with the entry's key; counts them. */
+static grt_status check_tree_class(const grt__range *r, uint32_t c, uint64_t *members) {
+  const grt__otree *t = r->trees ? r->trees[c] : NULL;
+  if (!t || r->links[SENT(c)].next != END || grt__otree_count(t) < SMALL_TREE) return GRT_ERR_INTERNAL;
+  grt__bin_entry e;
+  for (bool ok = grt__otree_first(t, &e); ok; ok = grt__otree_next(t, e.size, e.addr, &e)) {
+    uint32_t i = untag(e.value);
+    if (i == DUMMY || i >= r->n_nodes || r->links[i].prev != TREE_FREE) return GRT_ERR_INTERNAL;
+    if (r->nodes[i].size != e.size || r->nodes[i].off != e.addr || class_of(e.size) != c) return GRT_ERR_INTERNAL;
+    ++*members;
+  }
+  return GRT_OK;
+}
+
 /* Class lists and bitmaps: every list well linked, members free and in their
  * class, a clean minimum exact (DUMMY if empty), bits set exactly for non-empty classes;
+ * tree classes as check_tree_class says, and as many as tree_classes counts;
  * counts the members.
  * GRT_OK or GRT_ERR_INTERNAL. */
 static grt_status check_classes(const grt__range *r, uint64_t *members) {
   const rlink *L = r->links;
   uint64_t summary = 0;
+  uint32_t trees = 0;
   for (uint32_t c = 0; c < NCLASS; c++) {
     int32_t s = SENT(c), prev = s;
     bool bit = (r->words[c >> 6] >> (c & 63)) & 1;
-    if (bit != (L[s].next != END)) return GRT_ERR_INTERNAL;
     if (r->words[c >> 6]) summary |= 1ULL << (c >> 6);
+    if (cls_in_tree(r, c)) {
+      trees++;
+      if (!bit || check_tree_class(r, c, members)) return GRT_ERR_INTERNAL;
+      continue;
+    }
+    if (bit != (L[s].next != END)) return GRT_ERR_INTERNAL;
     for (int32_t i = L[s].next; i != END; prev = i, i = L[i].next) {
       if (i < 0 || (uint32_t)i >= r->n_nodes || L[i].prev != prev) return GRT_ERR_INTERNAL;
       const rnode *n = &r->nodes[i];
       if (class_of(n->size) != c) return GRT_ERR_INTERNAL;
       if (++*members > r->n_nodes) return GRT_ERR_INTERNAL; /* a cycle */
     }
-    uint32_t m = (uint32_t)L[s].prev; /* CMIN: when clean, exact */
-    if (m != DIRTY && m != cls_scan_min(r, c)) return GRT_ERR_INTERNAL;
+    uint32_t m = (uint32_t)L[s].prev, len; /* CMIN: when clean, exact */
+    if (m != DIRTY && m != cls_scan_min(r, c, &len)) return GRT_ERR_INTERNAL;
   }
-  return summary == r->summary ? GRT_OK : GRT_ERR_INTERNAL;
+  return summary == r->summary && trees == r->tree_classes ? GRT_OK : GRT_ERR_INTERNAL;
 }
 
 grt_status grt__range_check(const grt__range *r) {
@@ -599,7 +785,9 @@ grt_status grt__range_check(const grt__range *r) {
     int32_t st = r->links[i].prev;
     bool is_free = node_free(r, i);
     if (st == POOLED || n->off != off || n->size == 0 || n->prev != prev) return GRT_ERR_INTERNAL;
-    if (r->kind == GRT__INDEX_OTREE ? st != TREE_FREE && st != USED : st == TREE_FREE) return GRT_ERR_INTERNAL;
+    if (r->kind == GRT__INDEX_OTREE ? st != TREE_FREE && st != USED
+                                    : st == TREE_FREE && !cls_in_tree(r, class_of(n->size)))
+      return GRT_ERR_INTERNAL;
     if (is_free && prev_free) return GRT_ERR_INTERNAL;
     if (r->slots && map_get(r, n->off) != i) return GRT_ERR_INTERNAL;
     if (r->kind == GRT__INDEX_OTREE) {
@@ -620,6 +808,6 @@ grt_status grt__range_check(const grt__range *r) {
   if (r->kind == GRT__INDEX_OTREE) return free_n == r->ops->count(r->index) ? GRT_OK : GRT_ERR_INTERNAL;
   uint64_t members = 0;
   grt_status st = check_classes(r, &members);
-  /* Members are linked (so free) nodes; equal counts mean every free node is listed. */
+  /* Members are linked or TREE_FREE (so free) nodes; equal counts mean every free node is a member. */
   return st ? st : members == free_n ? GRT_OK : GRT_ERR_INTERNAL;
 }

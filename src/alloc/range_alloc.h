@@ -7,7 +7,9 @@
  * are ever adjacent. The free-range index is chosen by grt__index_kind:
  * GRT__INDEX_BINS is a size-class index private to range_alloc.c (bins.h's
  * idea, but intrusive in the block nodes), GRT__INDEX_OTREE the ordered tree
- * (ordered_tree.h); both give identical results, they differ only in speed. All metadata lives in host
+ * (ordered_tree.h); both give identical results, they differ only in speed
+ * (a size class of the first holding many ranges moves into a tree of its
+ * own, so no step degrades to a long scan). All metadata lives in host
  * memory outside the range (offsets only, nothing is touched). Freeing by
  * handle costs no lookup; freeing by offset goes through a hash map that is
  * built on the first such call (callers that only use handles never pay it).
@@ -52,6 +54,9 @@ uint64_t grt__range_largest_free(const grt__range *r);
 uint64_t grt__range_free_bytes(const grt__range *r);
 /* Number of free ranges. */
 uint64_t grt__range_free_count(const grt__range *r);
+/* Size classes of the GRT__INDEX_BINS kind held in a tree because they grew
+ * long (0 for the other kind): for tests and diagnostics. */
+uint32_t grt__range_long_classes(const grt__range *r);
 /* Structure walker for tests: the blocks tile [0, capacity) in address order,
  * no two free ranges are adjacent, every free range is in the index under its
  * (size, offset) and nothing else is, every block is found by its offset, and

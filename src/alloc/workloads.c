@@ -264,6 +264,64 @@ grt_status grt__w2_run(grt__workload_allocator alloc, uint64_t seed, uint32_t ru
   return grt__churn_run(&c, alloc, out);
 }
 
+/* One timed run of the long-class workload on a fresh range (see workloads.h). */
+static grt_status long_class_once(grt__index_kind kind, uint32_t n, uint32_t iterations, const uint32_t *pick,
+                                  uint32_t *handle, grt__churn_result *res, double *elapsed) {
+  grt__range *r;
+  uint64_t off, ck = 0;
+  grt_status st = grt__range_create((uint64_t)n * (GRT__LONG_UNIT + GRT__LONG_SPACER), kind, &r);
+  if (st) return st;
+  for (uint32_t i = 0; i < n && !st; i++) { /* unit, spacer, unit, spacer, ... then every unit freed */
+    uint32_t spacer;
+    st = grt__range_alloc_handle(r, GRT__LONG_UNIT, &off, &handle[i]);
+    if (!st) st = grt__range_alloc_handle(r, GRT__LONG_SPACER, &off, &spacer);
+  }
+  for (uint32_t i = 0; i < n && !st; i++) st = grt__range_free_handle(r, handle[i]);
+  for (uint32_t i = 0; i < n / 2 && !st; i++) st = grt__range_alloc_handle(r, GRT__LONG_UNIT, &off, &handle[i]);
+  double t0 = now_ns();
+  for (uint32_t i = 0; i < iterations && !st; i++) {
+    uint32_t k = pick[i];
+    st = grt__range_free_handle(r, handle[k]);
+    if (!st) st = grt__range_alloc_handle(r, GRT__LONG_UNIT, &off, &handle[k]);
+    ck = mix(ck, off);
+  }
+  *elapsed = now_ns() - t0;
+  grt__range_destroy(r);
+  *res = (grt__churn_result){.checksum = ck};
+  return st == GRT_ERR_OOM ? GRT_ERR_INTERNAL : st; /* half the units are always free */
+}
+
+grt_status grt__long_class_run(const grt__index_kind *kinds, size_t n_kinds, uint32_t n, uint32_t iterations,
+                               uint32_t runs, grt__churn_result *out) {
+  if (!kinds || !n_kinds || !out || n < 2 || !iterations || !runs) return GRT_ERR_INVALID_ARG;
+  uint32_t *pick = malloc((size_t)iterations * sizeof *pick), *handle = malloc((size_t)n * sizeof *handle);
+  double *ns = malloc((size_t)runs * n_kinds * sizeof *ns); /* [k * runs + run] */
+  grt_status st = GRT_ERR_NOMEM;
+  if (!pick || !handle || !ns) goto out;
+  grt__rng g;
+  grt__rng_seed(&g, 42);
+  for (uint32_t i = 0; i < iterations; i++) pick[i] = (uint32_t)grt__rng_below(&g, n / 2);
+  for (uint32_t run = 0; run < runs; run++)
+    for (size_t k = 0; k < n_kinds; k++) {
+      grt__churn_result res;
+      double elapsed = 0;
+      if ((st = long_class_once(kinds[k], n, iterations, pick, handle, &res, &elapsed))) goto out;
+      if (run == 0) out[k] = res;
+      if (res.checksum != out[k].checksum || res.checksum != out[0].checksum) {
+        st = GRT_ERR_INTERNAL; /* both kinds are exact best fit: same choices */
+        goto out;
+      }
+      ns[k * runs + run] = elapsed / iterations;
+    }
+  for (size_t k = 0; k < n_kinds; k++) summarize(ns + k * runs, runs, &out[k]);
+  st = GRT_OK;
+out:
+  free(ns);
+  free(handle);
+  free(pick);
+  return st;
+}
+
 const char *grt__workload_allocator_name(grt__workload_allocator alloc) {
   switch (alloc) {
     case GRT__WALLOC_BINS: return "bins";

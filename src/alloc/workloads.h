@@ -80,6 +80,20 @@ typedef struct grt__churn_ops {
 grt_status grt__churn_draw(const grt__churn_config *cfg, grt__churn_ops *out);
 void grt__churn_ops_free(grt__churn_ops *ops);
 
+/* The long-class workload (no peer figure; it guards the size-class index's
+ * worst case): n free ranges of GRT__LONG_UNIT bytes between live
+ * GRT__LONG_SPACER-byte blocks, so that they cannot merge and all share one
+ * size class; n/2 of them are taken (lowest offsets first), then each timed
+ * iteration frees a taken one drawn at random (seed 42) and allocates a unit
+ * again, which best fit takes at the lowest free offset. The class stays ~n/2
+ * long and its minimum leaves on every allocation. ns_per_pair / ns_min as in
+ * grt__churn_result (median and min over runs, runs interleaved over kinds);
+ * the checksum must agree between kinds (GRT_ERR_INTERNAL otherwise). */
+#define GRT__LONG_UNIT 4096u
+#define GRT__LONG_SPACER 256u
+grt_status grt__long_class_run(const grt__index_kind *kinds, size_t n_kinds, uint32_t n, uint32_t iterations,
+                               uint32_t runs, grt__churn_result *out);
+
 /* "bins", "otree", "approx" or "harness"; NULL for an unknown value. */
 const char *grt__workload_allocator_name(grt__workload_allocator alloc);
 
