@@ -18,37 +18,9 @@
 #include "alloc/approx_range.h"
 #include "alloc/workloads.h"
 #include "base/rng.h"
+#include "shadow_blocks.h"
 
 #define G 256u /* granule */
-
-typedef struct live {
-  uint64_t off, size;
-  uint32_t handle;
-} live;
-
-static int cmp_live(const void *a, const void *b) {
-  const live *x = a, *y = b;
-  return x->off < y->off ? -1 : x->off > y->off;
-}
-
-/* Live blocks (size != 0) do not overlap, lie inside the range, and with the
- * free bytes add up to the capacity. */
-static void check_shadow(const live *l, size_t n, uint64_t capacity, uint64_t free_bytes) {
-  live *s = malloc((n ? n : 1) * sizeof *s);
-  assert_non_null(s);
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++)
-    if (l[i].size) s[m++] = l[i];
-  qsort(s, m, sizeof *s, cmp_live);
-  uint64_t used = 0;
-  for (size_t i = 0; i < m; i++) {
-    if (i) assert_true(s[i - 1].off + s[i - 1].size <= s[i].off);
-    assert_true(s[i].off + s[i].size <= capacity);
-    used += s[i].size;
-  }
-  assert_int_equal(used + free_bytes, capacity);
-  free(s);
-}
 
 static void test_create_rejects_bad_arguments(void **state) {
   (void)state;
@@ -71,12 +43,12 @@ static void test_random_sequences_keep_invariants(void **state) {
   for (uint64_t seed = 1; seed <= 3; seed++) {
     grt__approx *a;
     assert_int_equal(grt__approx_create(cap, G, 1024, &a), GRT_OK);
-    live l[300] = {{0}};
+    shadow_block l[300] = {{0}};
     grt__rng r;
     grt__rng_seed(&r, seed);
     uint64_t ooms = 0, oks = 0;
     for (uint32_t step = 0; step < 60000; step++) {
-      live *x = &l[grt__rng_below(&r, slots)];
+      shadow_block *x = &l[grt__rng_below(&r, slots)];
       if (x->size) {
         assert_int_equal(grt__approx_free(a, x->handle), GRT_OK);
         x->size = 0;
@@ -94,7 +66,7 @@ static void test_random_sequences_keep_invariants(void **state) {
       }
       if (step < 2000 || step % 97 == 0) {
         assert_int_equal(grt__approx_check(a), GRT_OK);
-        check_shadow(l, slots, cap, grt__approx_free_bytes(a));
+        shadow_check(l, slots, cap, grt__approx_free_bytes(a));
       }
     }
     assert_true(oks > 10000);

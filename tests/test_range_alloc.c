@@ -16,33 +16,7 @@
 #include "alloc/range_alloc.h"
 #include "alloc/workloads.h"
 #include "base/rng.h"
-
-typedef struct live {
-  uint64_t off, size;
-} live;
-
-static int cmp_live(const void *a, const void *b) {
-  const live *x = a, *y = b;
-  return x->off < y->off ? -1 : x->off > y->off;
-}
-
-static void check_no_overlap(live *l, size_t n, uint64_t capacity, uint64_t free_bytes) {
-  live *s = malloc((n ? n : 1) * sizeof *s);
-  assert_non_null(s);
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++)
-    if (l[i].size) s[m++] = l[i];
-  n = m;
-  qsort(s, n, sizeof *s, cmp_live);
-  uint64_t used = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (i) assert_true(s[i - 1].off + s[i - 1].size <= s[i].off);
-    assert_true(s[i].off + s[i].size <= capacity);
-    used += s[i].size;
-  }
-  assert_int_equal(used + free_bytes, capacity);
-  free(s);
-}
+#include "shadow_blocks.h"
 
 static void test_basic_best_fit_and_merge(void **state) {
   (void)state;
@@ -139,7 +113,7 @@ static void churn(uint64_t capacity, int slots, int steps, bool granular, uint64
   grt__range *r[GRT__INDEX_KIND_COUNT];
   for (int k = 0; k < GRT__INDEX_KIND_COUNT; k++)
     assert_int_equal(grt__range_create(capacity, (grt__index_kind)k, &r[k]), GRT_OK);
-  live *l = calloc((size_t)slots, sizeof *l); /* size 0: empty slot */
+  shadow_block *l = calloc((size_t)slots, sizeof *l); /* size 0: empty slot */
   assert_non_null(l);
   grt__rng g;
   grt__rng_seed(&g, seed);
@@ -163,13 +137,13 @@ static void churn(uint64_t capacity, int slots, int steps, bool granular, uint64
         assert_int_equal(grt__range_alloc(r[k], size, &off[k]), st);
         if (st == GRT_OK) assert_int_equal(off[k], off[0]);
       }
-      if (st == GRT_OK) l[s] = (live){off[0], size};
+      if (st == GRT_OK) l[s] = (shadow_block){off[0], size, 0};
     }
     for (int k = 0; k < GRT__INDEX_KIND_COUNT; k++) {
       assert_int_equal(grt__range_check(r[k]), GRT_OK);
       assert_int_equal(grt__range_free_bytes(r[k]), grt__range_free_bytes(r[0]));
     }
-    if (step % 64 == 0) check_no_overlap(l, (size_t)slots, capacity, grt__range_free_bytes(r[0]));
+    if (step % 64 == 0) shadow_check(l, (size_t)slots, capacity, grt__range_free_bytes(r[0]));
   }
   /* Free everything: one range again. */
   for (int s = 0; s < slots; s++)
