@@ -90,8 +90,11 @@ GRT_API grt_status grt_device_get_stats(grt_device *dev, grt_device_stats *out);
 /* cudaMemGetInfo: free and total bytes. */
 GRT_API grt_status grt_device_mem_get_info(grt_device *dev, uint64_t *free_bytes, uint64_t *total);
 
-/* Host view of device bytes [ptr, ptr+len) (host_backing devices only): the
- * range must lie inside one live segment. */
+/* Host view of device bytes [ptr, ptr+len) (host_backing devices only): every
+ * byte of the range must be backed, i.e. lie in live segments (a range may
+ * run on into the next segment when the two are adjacent, as two adjacent
+ * cudaMalloc blocks share one address space) or, in a reservation, inside one
+ * mapped page. GRT_ERR_UNKNOWN_POINTER otherwise. */
 GRT_API grt_status grt_device_host_ptr(grt_device *dev, grt_devptr ptr, uint64_t len, void **out);
 
 /* Fault injection: the nth malloc from now fails with GRT_ERR_FAULT_INJECTED
