@@ -104,7 +104,11 @@ _Static_assert(NWORDS <= 64, "one summary word covers every bitmap word");
 typedef struct rnode {
   uint64_t off, size;
   uint32_t prev, next; /* neighbours in address order, NIL at the ends; next links the pool */
+  uint32_t cls;        /* a free node of the class kind: its class (set when it joins it) */
+  uint32_t unused;     /* pads the node to 32 bytes: two per cache line, none straddling two */
 } rnode;
+
+_Static_assert(sizeof(rnode) == 32, "rnode is 32 bytes");
 
 typedef struct rlink {
   int32_t next, prev; /* class list links (a sentinel's prev is CMIN); prev is the state when not listed */
@@ -297,6 +301,7 @@ GRT__COLD static void to_list(grt__range *r, uint32_t c) {
 GRT__COLD static void tree_insert(grt__range *r, uint32_t i, uint32_t c) {
   if (grt__otree_insert(r->trees[c], r->nodes[i].size, r->nodes[i].off, tag(i)) == GRT_OK) {
     r->links[i].prev = TREE_FREE;
+    r->nodes[i].cls = c;
     mark(r, c);
     return;
   }
@@ -335,6 +340,7 @@ static inline void cls_insert(grt__range *r, uint32_t i, uint32_t c, bool trees)
     return;
   }
   link_between(L, s, (int32_t)i, L[s].next);
+  r->nodes[i].cls = c; /* a free's unlink reads it instead of computing class_of */
   uint32_t dirty = 0u - (uint32_t)(m == DIRTY);
   CMIN(r, c) = (int32_t)(min_node(r->nodes, m & ~dirty, i) | dirty); /* DUMMY is 0, DIRTY all ones */
   mark(r, c);
@@ -494,12 +500,12 @@ grt_status grt__range_create(uint64_t capacity, grt__index_kind kind, grt__range
   if (kind == GRT__INDEX_OTREE && (st = ops->create(&r->index))) goto fail;
   st = GRT_ERR_NOMEM;
   if (node_get(r) != DUMMY) goto fail;
-  r->nodes[DUMMY] = (rnode){UINT64_MAX, UINT64_MAX, NIL, NIL};
+  r->nodes[DUMMY] = (rnode){UINT64_MAX, UINT64_MAX, NIL, NIL, 0, 0};
   r->links[DUMMY].prev = POOLED; /* never a block: its handle is refused */
   uint32_t i = node_get(r);
   if (i != FIRST) goto fail;
   for (uint32_t c = 0; c < NCLASS; c++) r->links[SENT(c)] = (rlink){END, (int32_t)DUMMY};
-  r->nodes[i] = (rnode){0, capacity, NIL, NIL};
+  r->nodes[i] = (rnode){0, capacity, NIL, NIL, 0, 0};
   if (kind == GRT__INDEX_OTREE) {
     r->links[i].prev = TREE_FREE;
     if ((st = ops->insert(r->index, capacity, 0, tag(i)))) goto fail;
@@ -536,7 +542,7 @@ static inline uint32_t tail_new(grt__range *r, uint32_t i, uint64_t size) {
   uint32_t t = node_get(r);
   if (t == NIL) return NIL;
   rnode *n = &r->nodes[i]; /* after node_get: the pool may have moved */
-  r->nodes[t] = (rnode){n->off + size, n->size - size, i, n->next};
+  r->nodes[t] = (rnode){n->off + size, n->size - size, i, n->next, 0, 0};
   if (r->slots && !map_put(r, t)) {
     node_put(r, t);
     return NIL;
@@ -566,6 +572,7 @@ GRT__ALWAYS_INLINE static inline grt_status take(grt__range *r, uint32_t i, uint
     if (tc == c && (uint32_t)CMIN(r, c) == i) { /* t < i: t is the class's new minimum */
       rlink *L = r->links;
       link_between(L, L[i].prev, (int32_t)t, L[i].next);
+      r->nodes[t].cls = c;
       CMIN(r, c) = (int32_t)t;
     } else {
       cls_unlink(r, i, c, trees);
@@ -657,11 +664,11 @@ GRT__ALWAYS_INLINE static inline void free_classes(grt__range *r, uint32_t i, bo
   r->free_bytes += n->size;
   r->free_n = r->free_n + 1 - (uint64_t)merge_prev - (uint64_t)merge_next;
   if (merge_next) {
-    cls_unlink(r, q, class_of(nodes[q].size), trees);
+    cls_unlink(r, q, nodes[q].cls, trees);
     absorb(r, i, q);
   }
   if (merge_prev) {
-    cls_unlink(r, p, class_of(nodes[p].size), trees);
+    cls_unlink(r, p, nodes[p].cls, trees);
     absorb(r, p, i);
     i = p;
   }
@@ -739,7 +746,8 @@ static grt_status check_tree_class(const grt__range *r, uint32_t c, uint64_t *me
   for (bool ok = grt__otree_first(t, &e); ok; ok = grt__otree_next(t, e.size, e.addr, &e)) {
     uint32_t i = untag(e.value);
     if (i == DUMMY || i >= r->n_nodes || r->links[i].prev != TREE_FREE) return GRT_ERR_INTERNAL;
-    if (r->nodes[i].size != e.size || r->nodes[i].off != e.addr || class_of(e.size) != c) return GRT_ERR_INTERNAL;
+    if (r->nodes[i].size != e.size || r->nodes[i].off != e.addr || class_of(e.size) != c || r->nodes[i].cls != c)
+      return GRT_ERR_INTERNAL;
     ++*members;
   }
   return GRT_OK;
@@ -767,7 +775,7 @@ static grt_status check_classes(const grt__range *r, uint64_t *members) {
     for (int32_t i = L[s].next; i != END; prev = i, i = L[i].next) {
       if (i < 0 || (uint32_t)i >= r->n_nodes || L[i].prev != prev) return GRT_ERR_INTERNAL;
       const rnode *n = &r->nodes[i];
-      if (class_of(n->size) != c) return GRT_ERR_INTERNAL;
+      if (class_of(n->size) != c || n->cls != c) return GRT_ERR_INTERNAL;
       if (++*members > r->n_nodes) return GRT_ERR_INTERNAL; /* a cycle */
     }
     uint32_t m = (uint32_t)L[s].prev, len; /* CMIN: when clean, exact */
