@@ -4,22 +4,29 @@
  *   W2      the same under pressure: failed allocations per 1e6, and how many
  *           failed although one free range was large enough
  *   demo1   Demo 1's layout (32 x 8 MB in 256 MB, free every other, then 16 MB)
+ *   W3      ML buffer lifetimes (google/minimalloc CSVs, when present): the
+ *           smallest heap with no failed allocation over the peak live bytes,
+ *           geometric mean over the traces (gpurt compare's search)
  *   threads 1 vs 2 host threads on their own streams: aggregate pairs/s, for
  *           caching, sharded, and independent allocators per thread (the control);
  *           best of 5 x runs short repetitions
  * The range allocators ("bins", "otree") are the block index run as a plain
  * offset allocator, as the peers were run; the policies run through the
  * allocator interface on a simulated device of the same size, on the same
- * op stream. W3 (ML buffer lifetimes) is `gpurt compare` over minimalloc traces.
+ * op stream. W3 replays traces through the policies (`gpurt compare` prints
+ * its per-trace table).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench_runs.h"
 #include "cli.h"
+#include "replay_run.h"
+#include "replay_util.h"
 
-static const char *const policies[] = {"naive", "caching", "sharded", "bump", "buddy", "slab", "async"};
+static const char *const policies[] = {"naive", "caching", "sharded", "bestfit", "bump", "buddy", "slab", "async"};
 #define N_POLICIES (sizeof policies / sizeof policies[0])
 
 typedef struct opts {
@@ -27,6 +34,7 @@ typedef struct opts {
   uint32_t runs;
   uint32_t iterations;
   const char *only;
+  const char *traces; /* W3's minimalloc CSVs; NULL: $GRT_SHARED_DIR or ../shared */
 } opts;
 
 static int wants(const opts *o, const char *what) { return !o->only || strstr(o->only, what); }
@@ -92,6 +100,70 @@ static int demo1(const opts *o) {
   return 0;
 }
 
+#define W3_MAX_TRACES 64
+
+/* W3's directory: --traces, else $GRT_SHARED_DIR/traces/minimalloc, else
+ * ../shared/traces/minimalloc (the layout of our machines). */
+static const char *w3_dir(const opts *o, char *buf, size_t size) {
+  if (o->traces) return o->traces;
+  const char *shared = getenv("GRT_SHARED_DIR");
+  snprintf(buf, size, "%s/traces/minimalloc", shared && *shared ? shared : "../shared");
+  return buf;
+}
+
+/* Heap needed / peak live of every policy on one loaded trace, added to the
+ * policies' log sums (a policy without a figure is counted in missing[]). */
+static int w3_trace(const grt_trace *t, const char *path, double *logsum, int *missing) {
+  for (size_t p = 0; p < N_POLICIES; p++) {
+    cli_run_opts ro;
+    cli_run_opts_default(&ro);
+    ro.policy = policies[p];
+    ro.search = 1;
+    cli_run run;
+    if (cli_run_loaded(t, path, &ro, &run)) return 1;
+    if (run.min_capacity) logsum[p] += log(run.heap_ratio);
+    else missing[p]++;
+    cli_run_free(&run);
+  }
+  return 0;
+}
+
+static int w3(const opts *o) {
+  char buf[4096], *paths[W3_MAX_TRACES];
+  const char *dir = w3_dir(o, buf, sizeof buf);
+  int n = cli_list_files(dir, ".csv", paths, W3_MAX_TRACES);
+  if (n <= 0) { /* data that lives outside the repository: say so, do not fail */
+    fprintf(o->json ? stderr : stdout, "  W3     skipped: no minimalloc CSV in %s (--traces DIR)\n", dir);
+    return 0;
+  }
+  double logsum[N_POLICIES] = {0};
+  int missing[N_POLICIES] = {0}, rc = 0;
+  for (int i = 0; i < n && !rc; i++) {
+    grt_trace *t = cli_load_trace("bench", paths[i], 0);
+    rc = !t || w3_trace(t, paths[i], logsum, missing);
+    grt_trace_destroy(t);
+  }
+  for (int i = 0; i < n; i++) free(paths[i]);
+  if (rc) return 1;
+  for (size_t p = 0; p < N_POLICIES; p++) {
+    int k = n - missing[p];
+    double g = k ? exp(logsum[p] / k) : 0;
+    if (o->json)
+      printf("{\"workload\":\"W3\",\"allocator\":\"%s\",\"heap_needed_ratio\":%.3f,\"traces\":%d}\n", policies[p],
+             g, k);
+    else
+      printf("  W3     %-9s heap needed / peak live %6.2f (geometric mean over %d trace%s)\n", policies[p], g, k,
+             k == 1 ? "" : "s");
+  }
+  if (!o->json) {
+    printf("  W3     reference (anchors.md, measured elsewhere):");
+    for (size_t i = 0; i < cli_w3_reference_count; i++)
+      printf("%s %s %.2f", i ? "," : "", cli_w3_reference[i].name, cli_w3_reference[i].ratio);
+    printf("\n");
+  }
+  return 0;
+}
+
 /* Repetitions interleaved (each measures every policy), best of 5 x runs:
  * each is short (~0.2 s) and on a shared machine another tenant's burst on
  * either core spoils a 2-thread repetition, so the best of a few estimates
@@ -125,16 +197,19 @@ static int threads(const opts *o) {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: gpurt bench [--json] [--runs N] [--iterations N] [--only w1,w2,demo1,threads]\n\n"
+          "usage: gpurt bench [--json] [--runs N] [--iterations N] [--only w1,w2,w3,demo1,threads]\n"
+          "                   [--traces DIR]\n\n"
           "Allocator benchmarks (../shared/reference/anchors.md): W1 speed, W2 failures under\n"
-          "pressure, Demo 1's layout, and multi-thread scaling, for the block index run as an\n"
-          "offset allocator (bins, otree) and for every policy. Defaults: 3 runs, 1,000,000 iterations\n"
-          "(threads: best of 5 x runs repetitions).\n"
-          "W3 (ML buffer lifetimes) is `gpurt compare ../shared/traces/minimalloc/*.csv`.\n");
+          "pressure, W3 heap needed on ML buffer lifetimes, Demo 1's layout, and multi-thread\n"
+          "scaling, for the block index run as an offset allocator (bins, otree, approx) and for\n"
+          "every policy. Defaults: 3 runs, 1,000,000 iterations (threads: best of 5 x runs\n"
+          "repetitions). W3 reads the google/minimalloc CSVs in DIR (default:\n"
+          "$GRT_SHARED_DIR/traces/minimalloc, else ../shared/traces/minimalloc) and is skipped\n"
+          "when there are none; `gpurt compare DIR/*.csv` prints its per-trace table.\n");
 }
 
 int grt_cmd_bench(int argc, char **argv) {
-  opts o = {0, 3, 1000000, NULL};
+  opts o = {0, 3, 1000000, NULL, NULL};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) {
       o.json = 1;
@@ -144,6 +219,8 @@ int grt_cmd_bench(int argc, char **argv) {
       o.iterations = (uint32_t)atoi(argv[++i]);
     } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
       o.only = argv[++i];
+    } else if (!strcmp(argv[i], "--traces") && i + 1 < argc) {
+      o.traces = argv[++i];
     } else {
       usage(strcmp(argv[i], "-h") && strcmp(argv[i], "--help") ? stderr : stdout);
       return strcmp(argv[i], "-h") && strcmp(argv[i], "--help") ? 2 : 0;
@@ -153,6 +230,7 @@ int grt_cmd_bench(int argc, char **argv) {
   int rc = 0;
   if (!rc && wants(&o, "w1")) rc = churn(&o, "W1", 0);
   if (!rc && wants(&o, "w2")) rc = churn(&o, "W2", 1);
+  if (!rc && wants(&o, "w3")) rc = w3(&o);
   if (!rc && wants(&o, "demo1")) rc = demo1(&o);
   if (!rc && wants(&o, "threads")) rc = threads(&o);
   if (rc) fprintf(stderr, "gpurt bench: a run failed\n");

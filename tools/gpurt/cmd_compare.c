@@ -26,14 +26,6 @@ static void usage(FILE *f) {
           "On google/minimalloc CSVs the anchors' W3 reference rows are printed alongside.\n");
 }
 
-/* shared/reference/anchors.md, W3: heap needed / peak live, geometric mean over the traces. */
-static const struct {
-  const char *name;
-  double ratio;
-} w3_reference[] = {
-    {"exact best fit", 1.58}, {"VMA MIN_MEMORY", 1.58}, {"TLSF", 1.65}, {"VMA default", 1.73}, {"OffsetAllocator", 1.75},
-};
-
 static void print_row(const cli_run *r) {
   char b1[32], b2[32], oom[64];
   const grt_replay_summary *s = &r->sum;
@@ -92,8 +84,8 @@ static void print_table(const cli_run *runs, int n_paths, const char **policies,
   }
   if (!minimalloc) return;
   printf("  reference (anchors.md W3, same figure, measured elsewhere):\n");
-  for (size_t i = 0; i < sizeof w3_reference / sizeof w3_reference[0]; i++)
-    printf("    %-28s %.2f\n", w3_reference[i].name, w3_reference[i].ratio);
+  for (size_t i = 0; i < cli_w3_reference_count; i++)
+    printf("    %-28s %.2f\n", cli_w3_reference[i].name, cli_w3_reference[i].ratio);
   printf("  (the physical limit is 1.00; MiniMalloc's offline solver packs these into 1.00-1.06)\n");
 }
 

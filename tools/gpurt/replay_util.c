@@ -1,6 +1,7 @@
 /* replay_util.c — see replay_util.h. */
 #include "replay_util.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -104,7 +105,7 @@ grt_status cli_progress_step(void *ctx, grt_replay *r, const grt_trace_event *ev
 }
 
 int cli_known_policies(const char **out, int max) {
-  static const char *const candidates[] = {"naive", "caching", "bump", "buddy", "slab", "async", "sharded"};
+  static const char *const candidates[] = {"naive", "caching", "bestfit", "bump", "buddy", "slab", "async", "sharded"};
   grt_device_config dc;
   grt_device_config_default(&dc);
   grt_device *dev = NULL;
@@ -116,5 +117,29 @@ int cli_known_policies(const char **out, int max) {
     grt_alloc_destroy(a);
   }
   grt_device_destroy(dev);
+  return n;
+}
+
+const cli_w3_ref cli_w3_reference[] = {
+    {"exact best fit", 1.58}, {"VMA MIN_MEMORY", 1.58}, {"TLSF", 1.65}, {"VMA default", 1.73}, {"OffsetAllocator", 1.75},
+};
+const size_t cli_w3_reference_count = sizeof cli_w3_reference / sizeof cli_w3_reference[0];
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int cli_list_files(const char *dir, const char *suffix, char **out, int max) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  size_t ls = strlen(suffix);
+  for (struct dirent *e; n < max && (e = readdir(d));) {
+    size_t ln = strlen(e->d_name);
+    if (ln <= ls || strcmp(e->d_name + ln - ls, suffix)) continue;
+    size_t size = strlen(dir) + ln + 2;
+    if (!(out[n] = malloc(size))) break;
+    snprintf(out[n++], size, "%s/%s", dir, e->d_name);
+  }
+  closedir(d);
+  qsort(out, (size_t)n, sizeof *out, cmp_str);
   return n;
 }

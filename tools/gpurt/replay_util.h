@@ -17,6 +17,9 @@ grt_trace *cli_load_trace(const char *cmd, const char *path, int device);
 bool cli_is_native(const char *path);
 /* The file name without its directories. */
 const char *cli_basename(const char *path);
+/* The paths "dir/name" of the files in dir whose name ends with suffix, in
+ * name order, at most max (malloc'd; free each); -1 when dir cannot be read. */
+int cli_list_files(const char *dir, const char *suffix, char **out, int max);
 
 /* Progress bar on stderr, drawn only on a terminal and only after a second. */
 typedef struct cli_progress {
@@ -36,5 +39,14 @@ grt_status cli_progress_step(void *ctx, grt_replay *r, const grt_trace_event *ev
 
 /* The policies `compare` tries by default: those grt_alloc_create knows, among candidates. */
 int cli_known_policies(const char **out, int max);
+
+/* shared/reference/anchors.md, W3: the peers' heap needed / peak live,
+ * geometric mean over the google/minimalloc traces (measured elsewhere). */
+typedef struct cli_w3_ref {
+  const char *name;
+  double ratio;
+} cli_w3_ref;
+extern const cli_w3_ref cli_w3_reference[];
+extern const size_t cli_w3_reference_count;
 
 #endif
