@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_bench_cli.sh — `gpurt bench` on tiny inputs: W3 over the small
-# minimalloc trace kept in tests/data (a row per policy, every ratio >= 1, the
+# minimalloc trace kept in tests/data (a row per allocator, every ratio >= 1, the
 # JSON fields), W3's skip when the directory holds no trace, a short W1 with a
 # row per allocator, and the option checks. Speed is not asserted.
 set -uo pipefail
@@ -14,17 +14,17 @@ policies="naive caching sharded bestfit bump buddy slab async"
 mkdir -p "$tmp/traces" "$tmp/empty"
 cp "$DATA/minimalloc_small.csv" "$tmp/traces/"
 "$GPURT" bench --only w3 --traces "$tmp/traces" >"$tmp/w3.txt" || fail "bench --only w3"
-for p in $policies; do
+for p in bins otree approx $policies; do
   line=$(grep -E "^  W3 +$p +heap needed / peak live" "$tmp/w3.txt") || fail "W3: no row for $p"
   ratio=$(echo "$line" | sed -E 's/.*peak live +([0-9.]+).*/\1/')
   awk -v r="$ratio" 'BEGIN { exit !(r >= 1.0) }' || fail "W3 $p: heap needed / peak live $ratio < 1"
   echo "$line" | grep -q "over 1 trace)" || fail "W3 $p: not over the one trace"
 done
 grep -q "reference (anchors.md" "$tmp/w3.txt" || fail "W3: no reference line"
-echo "ok: W3 rows for every policy"
+echo "ok: W3 rows for the index, the peer design and every policy"
 
 "$GPURT" bench --only w3 --traces "$tmp/traces" --json >"$tmp/w3.json" || fail "bench --only w3 --json"
-[ "$(grep -c '"workload":"W3"' "$tmp/w3.json")" -eq 8 ] || fail "W3 json: not one line per policy"
+[ "$(grep -c '"workload":"W3"' "$tmp/w3.json")" -eq 11 ] || fail "W3 json: not one line per allocator"
 grep -q '"allocator":"bestfit","heap_needed_ratio":[1-9]' "$tmp/w3.json" || fail "W3 json: bestfit's ratio"
 if command -v jq >/dev/null; then
   jq -e -s 'all(.[]; .heap_needed_ratio >= 1)' "$tmp/w3.json" >/dev/null || fail "W3 json does not parse"

@@ -9,6 +9,7 @@
  */
 #include "alloc/workloads.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -319,6 +320,85 @@ out:
   free(ns);
   free(handle);
   free(pick);
+  return st;
+}
+
+/* Checks the ops (ids in range, alive when freed, dead when allocated) and
+ * returns their peak live bytes in *peak. */
+static grt_status lifetime_peak(const grt__lifetime_op *ops, size_t n, uint32_t n_ids, uint64_t *peak) {
+  uint64_t *size = calloc(n_ids ? n_ids : 1, sizeof *size), live = 0;
+  if (!size) return GRT_ERR_NOMEM;
+  grt_status st = GRT_OK;
+  *peak = 0;
+  for (size_t i = 0; i < n && !st; i++) {
+    const grt__lifetime_op *o = &ops[i];
+    if (o->id >= n_ids || (o->is_free ? !size[o->id] : size[o->id] || !o->size)) {
+      st = GRT_ERR_INVALID_ARG;
+    } else if (o->is_free) {
+      live -= size[o->id];
+      size[o->id] = 0;
+    } else {
+      size[o->id] = o->size;
+      live += o->size;
+      if (live > *peak) *peak = live;
+    }
+  }
+  free(size);
+  return st;
+}
+
+/* Replays the ops on a fresh allocator of `capacity` bytes: *ok when no
+ * allocation failed. handle[] has n_ids entries. */
+static grt_status lifetime_fits(grt__workload_allocator alloc, const grt__lifetime_op *ops, size_t n,
+                                uint64_t capacity, uint32_t *handle, bool *ok) {
+  grt__range *r = NULL;
+  grt__approx *a = NULL;
+  grt_status st = alloc == GRT__WALLOC_APPROX ? grt__approx_create(capacity, 1, APPROX_NODES, &a)
+                                              : grt__range_create(capacity, (grt__index_kind)alloc, &r);
+  *ok = true;
+  for (size_t i = 0; i < n && !st && *ok; i++) {
+    const grt__lifetime_op *o = &ops[i];
+    uint64_t off;
+    if (o->is_free)
+      st = a ? grt__approx_free(a, handle[o->id]) : grt__range_free_handle(r, handle[o->id]);
+    else
+      st = a ? grt__approx_alloc(a, o->size, &off, &handle[o->id]) : grt__range_alloc_handle(r, o->size, &off, &handle[o->id]);
+    if (st == GRT_ERR_OOM || st == GRT_ERR_SIZE) {
+      *ok = false;
+      st = GRT_OK;
+    }
+  }
+  grt__approx_destroy(a);
+  grt__range_destroy(r);
+  return st;
+}
+
+grt_status grt__w3_heap_needed(grt__workload_allocator alloc, const grt__lifetime_op *ops, size_t n, uint32_t n_ids,
+                               uint64_t *heap, uint64_t *peak_live) {
+  if (!ops || !n || !heap || !peak_live || (alloc != GRT__WALLOC_BINS && alloc != GRT__WALLOC_OTREE &&
+                                            alloc != GRT__WALLOC_APPROX))
+    return GRT_ERR_INVALID_ARG;
+  grt_status st = lifetime_peak(ops, n, n_ids, peak_live);
+  if (st || !*peak_live) return st ? st : GRT_ERR_INVALID_ARG;
+  /* approx counts 1-byte granules in 32 bits; the range allocators go to 1 TiB. */
+  const uint64_t limit = alloc == GRT__WALLOC_APPROX ? UINT32_MAX - 1 : (uint64_t)1 << 40;
+  if (*peak_live > limit) return GRT_ERR_OOM;
+  uint32_t *handle = malloc((size_t)n_ids * sizeof *handle);
+  if (!handle) return GRT_ERR_NOMEM;
+  /* lo never fits (or is below the peak), hi fits. */
+  uint64_t lo = *peak_live - 1, hi = *peak_live;
+  bool ok = false;
+  while (!st && !(st = lifetime_fits(alloc, ops, n, hi, handle, &ok)) && !ok) {
+    if (hi > limit / 2) st = GRT_ERR_OOM; /* no capacity up to the limit */
+    lo = hi;
+    hi *= 2;
+  }
+  while (!st && hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (!(st = lifetime_fits(alloc, ops, n, mid, handle, &ok))) *(ok ? &hi : &lo) = mid;
+  }
+  free(handle);
+  *heap = hi;
   return st;
 }
 

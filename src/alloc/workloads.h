@@ -94,6 +94,24 @@ void grt__churn_ops_free(grt__churn_ops *ops);
 grt_status grt__long_class_run(const grt__index_kind *kinds, size_t n_kinds, uint32_t n, uint32_t iterations,
                                uint32_t runs, grt__churn_result *out);
 
+/* W3 on an offset allocator (anchors.md: google/minimalloc buffer
+ * lifetimes): the ops of one trace in replay order (frees before allocations
+ * at a step), ids below n_ids. *heap is the smallest capacity (bytes) on
+ * which every allocation succeeds, found by bisection between the peak live
+ * bytes and a capacity that works (doubling); *peak_live the peak of the
+ * live bytes. Sizes are exact (approx: 1-byte granules). GRT_ERR_INVALID_ARG
+ * for an unknown allocator (the harness has no heap), an id out of range, a
+ * free of a dead id or an allocation of a live one (or no allocation at all);
+ * GRT_ERR_OOM when no capacity up to 1 TiB (approx: 4 GiB) works;
+ * GRT_ERR_NOMEM. */
+typedef struct grt__lifetime_op {
+  uint64_t size; /* bytes (allocations) */
+  uint32_t id;
+  uint32_t is_free;
+} grt__lifetime_op;
+grt_status grt__w3_heap_needed(grt__workload_allocator alloc, const grt__lifetime_op *ops, size_t n, uint32_t n_ids,
+                               uint64_t *heap, uint64_t *peak_live);
+
 /* "bins", "otree", "approx" or "harness"; NULL for an unknown value. */
 const char *grt__workload_allocator_name(grt__workload_allocator alloc);
 

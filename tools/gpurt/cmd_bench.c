@@ -111,9 +111,56 @@ static const char *w3_dir(const opts *o, char *buf, size_t size) {
   return buf;
 }
 
+/* W3's rows: the block index as a plain offset allocator (bins, otree:
+ * exact best fit on exact sizes, anchors.md's "exact best fit"), the peer
+ * design (approx, anchors.md's OffsetAllocator), then every policy through
+ * the replay engine (its rounding, segments and pools). */
+#define W3_NRANGE 3
+#define W3_ROWS (W3_NRANGE + N_POLICIES)
+static const grt__workload_allocator w3_ranges[W3_NRANGE] = {GRT__WALLOC_BINS, GRT__WALLOC_OTREE, GRT__WALLOC_APPROX};
+
+static const char *w3_row_name(size_t i) {
+  return i < W3_NRANGE ? grt__workload_allocator_name(w3_ranges[i]) : policies[i - W3_NRANGE];
+}
+
+/* Heap needed / peak live on the offset allocators, from the trace's
+ * allocations and completed frees (rows 0..W3_NRANGE-1). */
+static int w3_ranges_trace(const grt_trace *t, double *logsum) {
+  grt_trace_info info;
+  grt_trace_get_info(t, &info);
+  grt__lifetime_op *ops = malloc((info.n_events ? info.n_events : 1) * sizeof *ops);
+  if (!ops || info.n_ids > UINT32_MAX) {
+    free(ops);
+    return 1;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < info.n_events; i++) {
+    const grt_trace_event *e = &info.events[i];
+    if (e->kind == GRT_TRACE_ALLOC || e->kind == GRT_TRACE_FREE_COMPLETED)
+      ops[n++] = (grt__lifetime_op){e->size, (uint32_t)e->id, e->kind != GRT_TRACE_ALLOC};
+  }
+  int rc = 0;
+  uint64_t heap[W3_NRANGE], peak = 0;
+  for (size_t k = 0; k < W3_NRANGE && !rc; k++) {
+    grt_status st = grt__w3_heap_needed(w3_ranges[k], ops, n, (uint32_t)info.n_ids, &heap[k], &peak);
+    if (st) fprintf(stderr, "gpurt bench: W3 %s: %s\n", w3_row_name(k), grt_status_str(st));
+    rc = st != GRT_OK;
+    if (!rc) logsum[k] += log((double)heap[k] / (double)peak);
+  }
+  if (!rc && heap[0] != heap[1]) { /* both are exact best fit: the same heap */
+    fprintf(stderr, "gpurt bench: W3: bins and otree need different heaps\n");
+    rc = 1;
+  }
+  free(ops);
+  return rc;
+}
+
 /* Heap needed / peak live of every policy on one loaded trace, added to the
  * policies' log sums (a policy without a figure is counted in missing[]). */
 static int w3_trace(const grt_trace *t, const char *path, double *logsum, int *missing) {
+  if (w3_ranges_trace(t, logsum)) return 1;
+  logsum += W3_NRANGE;
+  missing += W3_NRANGE;
   for (size_t p = 0; p < N_POLICIES; p++) {
     cli_run_opts ro;
     cli_run_opts_default(&ro);
@@ -136,8 +183,8 @@ static int w3(const opts *o) {
     fprintf(o->json ? stderr : stdout, "  W3     skipped: no minimalloc CSV in %s (--traces DIR)\n", dir);
     return 0;
   }
-  double logsum[N_POLICIES] = {0};
-  int missing[N_POLICIES] = {0}, rc = 0;
+  double logsum[W3_ROWS] = {0};
+  int missing[W3_ROWS] = {0}, rc = 0;
   for (int i = 0; i < n && !rc; i++) {
     grt_trace *t = cli_load_trace("bench", paths[i], 0);
     rc = !t || w3_trace(t, paths[i], logsum, missing);
@@ -145,14 +192,14 @@ static int w3(const opts *o) {
   }
   for (int i = 0; i < n; i++) free(paths[i]);
   if (rc) return 1;
-  for (size_t p = 0; p < N_POLICIES; p++) {
+  for (size_t p = 0; p < W3_ROWS; p++) {
     int k = n - missing[p];
     double g = k ? exp(logsum[p] / k) : 0;
     if (o->json)
-      printf("{\"workload\":\"W3\",\"allocator\":\"%s\",\"heap_needed_ratio\":%.3f,\"traces\":%d}\n", policies[p],
-             g, k);
+      printf("{\"workload\":\"W3\",\"allocator\":\"%s\",\"heap_needed_ratio\":%.3f,\"traces\":%d}\n",
+             w3_row_name(p), g, k);
     else
-      printf("  W3     %-9s heap needed / peak live %6.2f (geometric mean over %d trace%s)\n", policies[p], g, k,
+      printf("  W3     %-9s heap needed / peak live %6.2f (geometric mean over %d trace%s)\n", w3_row_name(p), g, k,
              k == 1 ? "" : "s");
   }
   if (!o->json) {
