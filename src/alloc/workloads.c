@@ -362,7 +362,8 @@ static grt_status lifetime_fits(grt__workload_allocator alloc, const grt__lifeti
     if (o->is_free)
       st = a ? grt__approx_free(a, handle[o->id]) : grt__range_free_handle(r, handle[o->id]);
     else
-      st = a ? grt__approx_alloc(a, o->size, &off, &handle[o->id]) : grt__range_alloc_handle(r, o->size, &off, &handle[o->id]);
+      st = a ? grt__approx_alloc(a, o->size, &off, &handle[o->id])
+             : grt__range_alloc_handle(r, o->size, &off, &handle[o->id]);
     if (st == GRT_ERR_OOM || st == GRT_ERR_SIZE) {
       *ok = false;
       st = GRT_OK;
