@@ -314,11 +314,10 @@ GRT__COLD static void tree_erase(grt__range *r, uint32_t i, uint32_t c) {
   assert(found);
   (void)found;
   if (grt__otree_count(r->trees[c]) >= SMALL_TREE) return;
+  /* SMALL_TREE - 1 members left (a tree starts above BIG_SCAN and leaves at
+   * SMALL_TREE): the class stays non-empty, its bit stays set. */
   to_list(r, c);
-  if (r->links[SENT(c)].next == END) { /* emptied */
-    uint64_t w = r->words[c >> 6] &= ~(1ULL << (c & 63));
-    if (!w) r->summary &= ~(1ULL << (c >> 6));
-  }
+  assert(r->links[SENT(c)].next != END);
 }
 
 /* ---- class operations ------------------------------------------------------ */
