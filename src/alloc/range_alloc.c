@@ -653,7 +653,6 @@ static uint64_t merged_size(const grt__range *r, uint32_t i, bool merge_prev, bo
   return N[i].size + (merge_prev ? N[N[i].prev].size : 0) + (merge_next ? N[N[i].next].size : 0);
 }
 
-
 /* Frees allocated node i (class kind), merging it with free neighbours. */
 GRT__ALWAYS_INLINE static inline void free_classes(grt__range *r, uint32_t i, bool trees) {
   rnode *nodes = r->nodes, *n = &nodes[i];

@@ -198,6 +198,47 @@ static void summarize(double *ns, uint32_t runs, grt__churn_result *out) {
   out->ns_per_pair = runs % 2 ? ns[runs / 2] : (ns[runs / 2 - 1] + ns[runs / 2]) / 2;
 }
 
+/* One timed run of subject k (ctx is the caller's); *elapsed in ns. */
+typedef grt_status (*timed_run_fn)(void *ctx, size_t k, grt__churn_result *res, double *elapsed);
+
+/* Runs n subjects `runs` times, interleaved (run 1 of each, then run 2 of
+ * each, ...), so a drift of the machine's speed hits them alike. out[k] is
+ * subject k's first result, with ns_per_pair / ns_min the median / min of
+ * its runs per iteration; a run whose failures or checksum differ from its
+ * first (the same ops, other choices: a bug) gives GRT_ERR_INTERNAL. */
+static grt_status run_interleaved(uint32_t runs, size_t n, uint32_t iterations, timed_run_fn fn, void *ctx,
+                                  grt__churn_result *out) {
+  double *ns = malloc((size_t)runs * n * sizeof *ns); /* [k * runs + run] */
+  if (!ns) return GRT_ERR_NOMEM;
+  grt_status st = GRT_OK;
+  for (uint32_t run = 0; run < runs && !st; run++)
+    for (size_t k = 0; k < n && !st; k++) {
+      grt__churn_result res;
+      double elapsed = 0;
+      if ((st = fn(ctx, k, &res, &elapsed))) break;
+      if (run == 0) out[k] = res;
+      if (res.failures != out[k].failures || res.checksum != out[k].checksum) st = GRT_ERR_INTERNAL;
+      ns[k * runs + run] = elapsed / iterations;
+    }
+  if (!st)
+    for (size_t k = 0; k < n; k++) summarize(ns + k * runs, runs, &out[k]);
+  free(ns);
+  return st;
+}
+
+typedef struct churn_ctx {
+  const grt__churn_config *c;
+  const grt__workload_allocator *allocs;
+  const op_stream *s;
+  uint64_t *live;
+  uint32_t *handle;
+} churn_ctx;
+
+static grt_status churn_once(void *ctx, size_t k, grt__churn_result *res, double *elapsed) {
+  const churn_ctx *x = ctx;
+  return run_once(x->c, x->allocs[k], x->s, x->live, x->handle, res, elapsed);
+}
+
 grt_status grt__churn_run_interleaved(const grt__churn_config *c, const grt__workload_allocator *allocs, size_t n,
                                       grt__churn_result *out) {
   if (!c || !allocs || !out || !n || !config_ok(c)) return GRT_ERR_INVALID_ARG;
@@ -208,25 +249,8 @@ grt_status grt__churn_run_interleaved(const grt__churn_config *c, const grt__wor
   if (st) return st;
   uint64_t *live = malloc(c->slots * sizeof *live);
   uint32_t *handle = malloc(c->slots * sizeof *handle);
-  double *ns = malloc((size_t)c->runs * n * sizeof *ns); /* [k * runs + run] */
-  st = GRT_ERR_NOMEM;
-  if (!live || !handle || !ns) goto out;
-  for (uint32_t run = 0; run < c->runs; run++)
-    for (size_t k = 0; k < n; k++) {
-      grt__churn_result res;
-      double elapsed = 0;
-      if ((st = run_once(c, allocs[k], &s, live, handle, &res, &elapsed))) goto out;
-      if (run == 0) out[k] = res;
-      if (res.failures != out[k].failures || res.checksum != out[k].checksum) {
-        st = GRT_ERR_INTERNAL; /* same stream, different choices: a bug */
-        goto out;
-      }
-      ns[k * c->runs + run] = elapsed / c->iterations;
-    }
-  for (size_t k = 0; k < n; k++) summarize(ns + k * c->runs, c->runs, &out[k]);
-  st = GRT_OK;
-out:
-  free(ns);
+  churn_ctx x = {c, allocs, &s, live, handle};
+  st = live && handle ? run_interleaved(c->runs, n, c->iterations, churn_once, &x, out) : GRT_ERR_NOMEM;
   free(handle);
   free(live);
   stream_free(&s);
@@ -265,12 +289,21 @@ grt_status grt__w2_run(grt__workload_allocator alloc, uint64_t seed, uint32_t ru
   return grt__churn_run(&c, alloc, out);
 }
 
+typedef struct long_class_ctx {
+  const grt__index_kind *kinds;
+  uint32_t n, iterations;
+  const uint32_t *pick; /* [iterations]: the taken unit each iteration frees */
+  uint32_t *handle;     /* [n] */
+} long_class_ctx;
+
 /* One timed run of the long-class workload on a fresh range (see workloads.h). */
-static grt_status long_class_once(grt__index_kind kind, uint32_t n, uint32_t iterations, const uint32_t *pick,
-                                  uint32_t *handle, grt__churn_result *res, double *elapsed) {
+static grt_status long_class_once(void *ctx, size_t k, grt__churn_result *res, double *elapsed) {
+  const long_class_ctx *x = ctx;
+  uint32_t n = x->n, iterations = x->iterations, *handle = x->handle;
+  const uint32_t *pick = x->pick;
   grt__range *r;
   uint64_t off, ck = 0;
-  grt_status st = grt__range_create((uint64_t)n * (GRT__LONG_UNIT + GRT__LONG_SPACER), kind, &r);
+  grt_status st = grt__range_create((uint64_t)n * (GRT__LONG_UNIT + GRT__LONG_SPACER), x->kinds[k], &r);
   if (st) return st;
   for (uint32_t i = 0; i < n && !st; i++) { /* unit, spacer, unit, spacer, ... then every unit freed */
     uint32_t spacer;
@@ -281,9 +314,9 @@ static grt_status long_class_once(grt__index_kind kind, uint32_t n, uint32_t ite
   for (uint32_t i = 0; i < n / 2 && !st; i++) st = grt__range_alloc_handle(r, GRT__LONG_UNIT, &off, &handle[i]);
   double t0 = now_ns();
   for (uint32_t i = 0; i < iterations && !st; i++) {
-    uint32_t k = pick[i];
-    st = grt__range_free_handle(r, handle[k]);
-    if (!st) st = grt__range_alloc_handle(r, GRT__LONG_UNIT, &off, &handle[k]);
+    uint32_t slot = pick[i];
+    st = grt__range_free_handle(r, handle[slot]);
+    if (!st) st = grt__range_alloc_handle(r, GRT__LONG_UNIT, &off, &handle[slot]);
     ck = mix(ck, off);
   }
   *elapsed = now_ns() - t0;
@@ -296,28 +329,16 @@ grt_status grt__long_class_run(const grt__index_kind *kinds, size_t n_kinds, uin
                                uint32_t runs, grt__churn_result *out) {
   if (!kinds || !n_kinds || !out || n < 2 || !iterations || !runs) return GRT_ERR_INVALID_ARG;
   uint32_t *pick = malloc((size_t)iterations * sizeof *pick), *handle = malloc((size_t)n * sizeof *handle);
-  double *ns = malloc((size_t)runs * n_kinds * sizeof *ns); /* [k * runs + run] */
   grt_status st = GRT_ERR_NOMEM;
-  if (!pick || !handle || !ns) goto out;
-  grt__rng g;
-  grt__rng_seed(&g, 42);
-  for (uint32_t i = 0; i < iterations; i++) pick[i] = (uint32_t)grt__rng_below(&g, n / 2);
-  for (uint32_t run = 0; run < runs; run++)
-    for (size_t k = 0; k < n_kinds; k++) {
-      grt__churn_result res;
-      double elapsed = 0;
-      if ((st = long_class_once(kinds[k], n, iterations, pick, handle, &res, &elapsed))) goto out;
-      if (run == 0) out[k] = res;
-      if (res.checksum != out[k].checksum || res.checksum != out[0].checksum) {
-        st = GRT_ERR_INTERNAL; /* both kinds are exact best fit: same choices */
-        goto out;
-      }
-      ns[k * runs + run] = elapsed / iterations;
-    }
-  for (size_t k = 0; k < n_kinds; k++) summarize(ns + k * runs, runs, &out[k]);
-  st = GRT_OK;
-out:
-  free(ns);
+  if (pick && handle) {
+    grt__rng g;
+    grt__rng_seed(&g, 42);
+    for (uint32_t i = 0; i < iterations; i++) pick[i] = (uint32_t)grt__rng_below(&g, n / 2);
+    long_class_ctx x = {kinds, n, iterations, pick, handle};
+    st = run_interleaved(runs, n_kinds, iterations, long_class_once, &x, out);
+  }
+  for (size_t k = 1; k < n_kinds && !st; k++) /* every kind is exact best fit: the same choices */
+    if (out[k].checksum != out[0].checksum) st = GRT_ERR_INTERNAL;
   free(handle);
   free(pick);
   return st;
@@ -355,15 +376,13 @@ static grt_status lifetime_fits(grt__workload_allocator alloc, const grt__lifeti
   grt__approx *a = NULL;
   grt_status st = alloc == GRT__WALLOC_APPROX ? grt__approx_create(capacity, 1, APPROX_NODES, &a)
                                               : grt__range_create(capacity, (grt__index_kind)alloc, &r);
+  const churn_target t = a ? (churn_target){a, approx_alloc_fn, approx_free_fn, approx_largest_fn}
+                           : (churn_target){r, range_alloc_fn, range_free_fn, range_largest_fn};
   *ok = true;
   for (size_t i = 0; i < n && !st && *ok; i++) {
     const grt__lifetime_op *o = &ops[i];
     uint64_t off;
-    if (o->is_free)
-      st = a ? grt__approx_free(a, handle[o->id]) : grt__range_free_handle(r, handle[o->id]);
-    else
-      st = a ? grt__approx_alloc(a, o->size, &off, &handle[o->id])
-             : grt__range_alloc_handle(r, o->size, &off, &handle[o->id]);
+    st = o->is_free ? t.free(t.obj, handle[o->id]) : t.alloc(t.obj, o->size, &off, &handle[o->id]);
     if (st == GRT_ERR_OOM || st == GRT_ERR_SIZE) {
       *ok = false;
       st = GRT_OK;
@@ -389,8 +408,11 @@ grt_status grt__w3_heap_needed(grt__workload_allocator alloc, const grt__lifetim
   /* lo never fits (or is below the peak), hi fits. */
   uint64_t lo = *peak_live - 1, hi = *peak_live;
   bool ok = false;
-  while (!st && !(st = lifetime_fits(alloc, ops, n, hi, handle, &ok)) && !ok) {
-    if (hi > limit / 2) st = GRT_ERR_OOM; /* no capacity up to the limit */
+  while (!(st = lifetime_fits(alloc, ops, n, hi, handle, &ok)) && !ok) {
+    if (hi > limit / 2) {
+      st = GRT_ERR_OOM; /* no capacity up to the limit */
+      break;
+    }
     lo = hi;
     hi *= 2;
   }
@@ -399,7 +421,7 @@ grt_status grt__w3_heap_needed(grt__workload_allocator alloc, const grt__lifetim
     if (!(st = lifetime_fits(alloc, ops, n, mid, handle, &ok))) *(ok ? &hi : &lo) = mid;
   }
   free(handle);
-  *heap = hi;
+  if (!st) *heap = hi;
   return st;
 }
 

@@ -11,7 +11,8 @@
  *           caching, sharded, and independent allocators per thread (the control);
  *           best of 5 x runs short repetitions
  * The range allocators ("bins", "otree") are the block index run as a plain
- * offset allocator, as the peers were run; the policies run through the
+ * offset allocator, as the peers were run ("approx": OffsetAllocator's design,
+ * the speed reference); the policies run through the
  * allocator interface on a simulated device of the same size, on the same
  * op stream. W3 replays traces through the policies (`gpurt compare` prints
  * its per-trace table).
