@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/workloads.h"
+#include "workloads/workloads.h"
 
 typedef struct row {
   const char *workload;

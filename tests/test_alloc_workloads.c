@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "alloc/workloads.h"
+#include "workloads/workloads.h"
 
 /* A 100, B 100, free A, C 150. Peak live 250 (B + C). Best fit puts A at 0
  * and B at 100; C does not fit A's 100-byte hole, so it needs [200, 350):

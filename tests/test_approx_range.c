@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "alloc/approx_range.h"
-#include "alloc/workloads.h"
+#include "workloads/approx_range.h"
+#include "workloads/workloads.h"
 #include "base/rng.h"
 #include "shadow_blocks.h"
 

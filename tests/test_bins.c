@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "alloc/block_index.h"
+#include "workloads/block_index.h"
 #include "base/rng.h"
 
 typedef struct key {

@@ -2,7 +2,7 @@
  * hang) and bad input (destroyed objects, foreign objects, busy destroys). */
 #include <string.h>
 
-#include "exec/scenario.h"
+#include "scenarios/scenario.h"
 #include "test_exec_common.h"
 
 static void expect_deadlock(grt_clock_kind clock, grt__deadlock_case c, const char *const *needles) {

@@ -2,8 +2,8 @@
  * Virtual time is exact, so the DAG prediction is asserted to the nanosecond
  * there; under threads only correctness is asserted (no timings). */
 #include "base/rng.h"
-#include "exec/scenario.h"
-#include "sorder/scenario_lifetime.h"
+#include "scenarios/scenario.h"
+#include "scenarios/scenario_lifetime.h"
 #include "test_exec_common.h"
 
 static grt__pipe_params small_pipe(void) {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/scenario.h"
+#include "scenarios/scenario.h"
 #include "test_exec_common.h"
 
 /* ---- a strict recursive-descent JSON validator ---- */

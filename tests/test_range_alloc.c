@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "alloc/range_alloc.h"
-#include "alloc/workloads.h"
+#include "policy/range_alloc.h"
+#include "workloads/workloads.h"
 #include "base/rng.h"
 #include "shadow_blocks.h"
 

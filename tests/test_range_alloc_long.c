@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "alloc/range_alloc.h"
+#include "policy/range_alloc.h"
 #include "base/rng.h"
 
 #define KINDS GRT__INDEX_KIND_COUNT

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "alloc/range_alloc.h"
+#include "policy/range_alloc.h"
 
 static bool failing;
 

@@ -6,6 +6,7 @@
 
 #include "alloc_fixture.h"
 #include "gpurt/report.h"
+#include "scenarios/dayshift.h"
 
 static void test_summary_layout(void **state) {
   (void)state;
@@ -105,16 +106,16 @@ static void test_pace(void **state) {
 
 static void test_dayshift_story(void **state) {
   (void)state;
-  grt_workload_config cfg;
-  grt_workload_config_default(&cfg);
-  grt_workload *w;
-  assert_int_equal(grt_workload_create(&cfg, &w), GRT_OK);
-  grt_allocator *a = grt_workload_allocator(w);
+  grt_dayshift_config cfg;
+  grt_dayshift_config_default(&cfg);
+  grt_dayshift *w;
+  assert_int_equal(grt_dayshift_create(&cfg, &w), GRT_OK);
+  grt_allocator *a = grt_dayshift_allocator(w);
   double lfb_early = 0, lfb_late = 0, alloc_early = 0, alloc_late = 0;
   uint64_t window = cfg.events / 10;
   grt_status st;
-  while (!(st = grt_workload_step(w))) {
-    uint64_t d = grt_workload_events_done(w);
+  while (!(st = grt_dayshift_step(w))) {
+    uint64_t d = grt_dayshift_events_done(w);
     if (d < 2 || d == cfg.events) continue;
     grt_alloc_stats s = stats_of(a);
     assert_int_equal(s.reserved_bytes[GRT_STAT_ALL].current, 512 * MiB); /* flat all day */
@@ -128,28 +129,28 @@ static void test_dayshift_story(void **state) {
     }
   }
   assert_int_equal(st, GRT_ERR_NOT_FOUND);
-  assert_int_equal(grt_workload_events_done(w), cfg.events);
+  assert_int_equal(grt_dayshift_events_done(w), cfg.events);
   assert_true(alloc_late > 0.85 * alloc_early && alloc_late < 1.15 * alloc_early); /* allocated flat */
   assert_true(lfb_late < 0.75 * lfb_early);                                       /* the early warning sinks */
   grt_alloc_stats s = stats_of(a);
   assert_int_equal(s.num_ooms, 1); /* the day-3 request, with most of the cache free */
   assert_true(s.cached_bytes > 2 * s.largest_free_block);
   assert_consistent(a);
-  assert_int_equal(grt_workload_destroy(w), GRT_OK);
+  assert_int_equal(grt_dayshift_destroy(w), GRT_OK);
   cfg.events = 10;
-  assert_int_equal(grt_workload_create(&cfg, &w), GRT_ERR_INVALID_ARG);
-  assert_int_equal(grt_workload_destroy(NULL), GRT_OK);
+  assert_int_equal(grt_dayshift_create(&cfg, &w), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_dayshift_destroy(NULL), GRT_OK);
 }
 
 /* The workload's limits, its accessors on NULL, a day driven by the pacer, a day that ends well. */
 static void test_dayshift_edges(void **state) {
   (void)state;
-  grt_workload_config_default(NULL); /* a no-op */
-  grt_workload_config good;
-  grt_workload_config_default(&good);
+  grt_dayshift_config_default(NULL); /* a no-op */
+  grt_dayshift_config good;
+  grt_dayshift_config_default(&good);
   assert_int_equal(good.seed, 1);
   assert_int_equal(good.events, 20000);
-  grt_workload_config bad[7];
+  grt_dayshift_config bad[7];
   for (int i = 0; i < 7; i++) bad[i] = good;
   bad[0].reserve = 32 * MiB;
   bad[1].reserve = 65 * GRT_GiB;
@@ -158,54 +159,54 @@ static void test_dayshift_edges(void **state) {
   bad[4].load = 0.9;
   bad[5].load = 0.0 / 0.0; /* NaN */
   bad[6].events = 99;
-  grt_workload *w = (grt_workload *)&good;
+  grt_dayshift *w = (grt_dayshift *)&good;
   for (int i = 0; i < 7; i++) {
-    assert_int_equal(grt_workload_create(&bad[i], &w), GRT_ERR_INVALID_ARG);
+    assert_int_equal(grt_dayshift_create(&bad[i], &w), GRT_ERR_INVALID_ARG);
     assert_null(w);
   }
-  assert_int_equal(grt_workload_create(NULL, &w), GRT_ERR_INVALID_ARG);
-  assert_int_equal(grt_workload_create(&good, NULL), GRT_ERR_INVALID_ARG);
-  assert_null(grt_workload_allocator(NULL));
-  assert_null(grt_workload_device(NULL));
-  assert_int_equal(grt_workload_events_done(NULL), 0);
-  assert_int_equal(grt_workload_step(NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_dayshift_create(NULL, &w), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_dayshift_create(&good, NULL), GRT_ERR_INVALID_ARG);
+  assert_null(grt_dayshift_allocator(NULL));
+  assert_null(grt_dayshift_device(NULL));
+  assert_int_equal(grt_dayshift_events_done(NULL), 0);
+  assert_int_equal(grt_dayshift_step(NULL), GRT_ERR_INVALID_ARG);
 
   /* paced: the source stops the run at its end; max_events stops it earlier */
-  grt_workload_config cfg = good;
+  grt_dayshift_config cfg = good;
   cfg.events = 400;
   cfg.reserve = 64 * MiB;
-  assert_int_equal(grt_workload_create(&cfg, &w), GRT_OK);
+  assert_int_equal(grt_dayshift_create(&cfg, &w), GRT_OK);
   grt_device_stats ds;
-  assert_int_equal(grt_device_get_stats(grt_workload_device(w), &ds), GRT_OK);
+  assert_int_equal(grt_device_get_stats(grt_dayshift_device(w), &ds), GRT_OK);
   assert_int_equal(ds.capacity, 64 * MiB + cfg.headroom);
-  grt_step_source src = grt_workload_source(w);
+  grt_step_source src = grt_dayshift_source(w);
   grt_pace_config pc;
   grt_pace_config_default(&pc);
   pc.max_events = 150;
   uint64_t events = 0;
   assert_int_equal(grt_pace_run(&src, &pc, &events), GRT_OK);
   assert_int_equal(events, 150);
-  assert_int_equal(grt_workload_events_done(w), 150);
+  assert_int_equal(grt_dayshift_events_done(w), 150);
   pc.max_events = 0;
   assert_int_equal(grt_pace_run(&src, &pc, &events), GRT_OK);
-  assert_int_equal(grt_workload_events_done(w), 400);
-  assert_int_equal(grt_workload_step(w), GRT_ERR_NOT_FOUND); /* over: nothing changes */
-  assert_int_equal(grt_workload_events_done(w), 400);
-  assert_consistent(grt_workload_allocator(w));
-  assert_int_equal(grt_workload_destroy(w), GRT_OK);
+  assert_int_equal(grt_dayshift_events_done(w), 400);
+  assert_int_equal(grt_dayshift_step(w), GRT_ERR_NOT_FOUND); /* over: nothing changes */
+  assert_int_equal(grt_dayshift_events_done(w), 400);
+  assert_consistent(grt_dayshift_allocator(w));
+  assert_int_equal(grt_dayshift_destroy(w), GRT_OK);
 
   /* headroom larger than half the cache: the last request would fit, so it is not made */
   cfg.headroom = GRT_GiB;
-  assert_int_equal(grt_workload_create(&cfg, &w), GRT_OK);
+  assert_int_equal(grt_dayshift_create(&cfg, &w), GRT_OK);
   grt_status st;
-  while (!(st = grt_workload_step(w))) {
+  while (!(st = grt_dayshift_step(w))) {
   }
   assert_int_equal(st, GRT_ERR_NOT_FOUND);
-  grt_alloc_stats s = stats_of(grt_workload_allocator(w));
+  grt_alloc_stats s = stats_of(grt_dayshift_allocator(w));
   assert_int_equal(s.num_ooms, 0);
   assert_true(s.reserved_bytes[GRT_STAT_ALL].current >= (int64_t)(64 * MiB));
-  assert_consistent(grt_workload_allocator(w));
-  assert_int_equal(grt_workload_destroy(w), GRT_OK);
+  assert_consistent(grt_dayshift_allocator(w));
+  assert_int_equal(grt_dayshift_destroy(w), GRT_OK);
 }
 
 int main(void) {

@@ -12,7 +12,7 @@
  * (its own mutex guards the list of sources; rendering holds it, then takes
  * each allocator's lock in turn: lock order registry -> allocator -> device).
  * The pure writers (grt_stats_json, grt_snapshot_json, grt_memory_summary)
- * are thread-safe. A grt_workload is not: one thread drives it.
+ * are thread-safe.
  */
 #ifndef GPURT_REPORT_H
 #define GPURT_REPORT_H
@@ -121,39 +121,6 @@ GRT_API void grt_pace_config_default(grt_pace_config *cfg);
  * limit was reached; the source's status otherwise. Sleeps between events on
  * an absolute schedule, so the average pace holds even when steps vary. */
 GRT_API grt_status grt_pace_run(const grt_step_source *src, const grt_pace_config *cfg, uint64_t *events);
-
-/* The built-in "serving day" (dayshift): a caching allocator on a device with
- * little headroom, warmed once with one big segment, then steady load whose
- * request sizes drift upward while a few requests live long (a resident
- * model, a stuck request's KV). Reserved stays flat, allocated stays flat,
- * the largest free block sinks; the last event is the day-3 request that
- * OOMs with most of the cache free. Deterministic for a given seed. */
-typedef struct grt_workload grt_workload;
-
-typedef struct grt_workload_config {
-  uint64_t seed;       /* default 1 */
-  uint64_t events;     /* length of the day in events (mallocs + frees), >= 100; default 20000 */
-  uint64_t reserve;    /* bytes held from the device at warm-up; default 512 MiB */
-  uint64_t headroom;   /* device bytes beyond reserve; default 64 MiB */
-  double load;         /* target allocated / reserve; default 0.55 */
-} grt_workload_config;
-
-GRT_API void grt_workload_config_default(grt_workload_config *cfg);
-
-/* Creates the device, the caching allocator and the day's schedule (owned by the workload). */
-GRT_API grt_status grt_workload_create(const grt_workload_config *cfg, grt_workload **out);
-/* Frees the blocks still live, the allocator and the device. NULL is a no-op. */
-GRT_API grt_status grt_workload_destroy(grt_workload *w);
-/* The workload's allocator and device (owned by it; valid until destroy). */
-GRT_API grt_allocator *grt_workload_allocator(grt_workload *w);
-GRT_API grt_device *grt_workload_device(grt_workload *w);
-/* The next event (see grt_step_source): GRT_ERR_NOT_FOUND once the day is over.
- * The final request's expected OOM counts as an event, not a failure. */
-GRT_API grt_status grt_workload_step(grt_workload *w);
-/* A step source over the workload, for grt_pace_run. */
-GRT_API grt_step_source grt_workload_source(grt_workload *w);
-/* Events done so far. */
-GRT_API uint64_t grt_workload_events_done(const grt_workload *w);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,7 @@
 #ifndef GRT_TOOLS_BENCH_RUNS_H
 #define GRT_TOOLS_BENCH_RUNS_H
 
-#include "alloc/workloads.h"
+#include "workloads/workloads.h"
 #include "gpurt/alloc.h"
 
 typedef struct policy_churn_result {

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "gpurt/report.h"
+#include "scenarios/dayshift.h"
 #include "serve_run.h"
 
 static void usage(FILE *f) {
@@ -40,8 +41,8 @@ int grt_cmd_serve_demo(int argc, char **argv) {
   cli_serve_opts so;
   cli_serve_opts_default(&so);
   so.done_word = "day done";
-  grt_workload_config wc;
-  grt_workload_config_default(&wc);
+  grt_dayshift_config wc;
+  grt_dayshift_config_default(&wc);
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     if (!val) {
@@ -70,28 +71,28 @@ int grt_cmd_serve_demo(int argc, char **argv) {
     }
     if (!ok) return 2;
   }
-  grt_workload *w;
+  grt_dayshift *w;
   grt_metrics *m = NULL;
-  if (grt_workload_create(&wc, &w)) {
+  if (grt_dayshift_create(&wc, &w)) {
     fprintf(stderr, "gpurt serve-demo: bad workload settings (events must be >= 100)\n");
     return 2;
   }
   grt_status st = grt_metrics_create(&m);
-  if (!st) st = grt_metrics_add_allocator(m, grt_workload_allocator(w), "dayshift", "0");
-  if (!st) st = grt_metrics_add_device(m, grt_workload_device(w), "0");
+  if (!st) st = grt_metrics_add_allocator(m, grt_dayshift_allocator(w), "dayshift", "0");
+  if (!st) st = grt_metrics_add_device(m, grt_dayshift_device(w), "0");
   int rc = 1;
   if (st) {
     fprintf(stderr, "gpurt serve-demo: %s\n", grt_status_str(st));
   } else {
     grt_pace_config pace;
     grt_pace_config_default(&pace);
-    cli_serve_progress p = {grt_workload_allocator(w), wc.events / 10 ? wc.events / 10 : 1};
+    cli_serve_progress p = {grt_dayshift_allocator(w), wc.events / 10 ? wc.events / 10 : 1};
     pace.after_step = cli_serve_progress_step;
     pace.after_ctx = &p;
-    grt_step_source src = grt_workload_source(w);
+    grt_step_source src = grt_dayshift_source(w);
     rc = cli_serve_run("serve-demo", m, &src, &pace, &so);
   }
   grt_metrics_destroy(m); /* the server is stopped: nothing reads the registry any more */
-  grt_workload_destroy(w);
+  grt_dayshift_destroy(w);
   return rc;
 }

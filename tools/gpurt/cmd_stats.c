@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "gpurt/report.h"
+#include "scenarios/dayshift.h"
 #include "replay_run.h"
 #include "replay_util.h"
 
@@ -121,20 +122,20 @@ static int stats_trace(const char *path, const cli_run_opts *o, const char *form
   return st ? 1 : 0;
 }
 
-static int stats_workload(const grt_workload_config *cfg, const char *format, int abbreviated) {
-  grt_workload *w;
-  grt_status st = grt_workload_create(cfg, &w);
+static int stats_workload(const grt_dayshift_config *cfg, const char *format, int abbreviated) {
+  grt_dayshift *w;
+  grt_status st = grt_dayshift_create(cfg, &w);
   if (st) {
     fprintf(stderr, "gpurt stats: cannot create the workload: %s (events must be >= 100)\n", grt_status_str(st));
     return 2;
   }
-  grt_step_source src = grt_workload_source(w);
+  grt_step_source src = grt_dayshift_source(w);
   grt_pace_config pace;
   grt_pace_config_default(&pace);
   st = grt_pace_run(&src, &pace, NULL);
-  if (!st) st = print_report(grt_workload_allocator(w), grt_workload_device(w), "dayshift", 0, format, abbreviated);
-  if (st) fprintf(stderr, "gpurt stats: %s: %s\n", grt_status_str(st), grt_alloc_last_error(grt_workload_allocator(w)));
-  grt_workload_destroy(w);
+  if (!st) st = print_report(grt_dayshift_allocator(w), grt_dayshift_device(w), "dayshift", 0, format, abbreviated);
+  if (st) fprintf(stderr, "gpurt stats: %s: %s\n", grt_status_str(st), grt_alloc_last_error(grt_dayshift_allocator(w)));
+  grt_dayshift_destroy(w);
   return st ? 1 : 0;
 }
 
@@ -143,8 +144,8 @@ int grt_cmd_stats(int argc, char **argv) {
     usage(stdout);
     return 0;
   }
-  grt_workload_config cfg;
-  grt_workload_config_default(&cfg);
+  grt_dayshift_config cfg;
+  grt_dayshift_config_default(&cfg);
   cli_run_opts o;
   cli_run_opts_default(&o);
   const char *format = "summary", *path = NULL, *trace_opt = NULL, *workload_opt = NULL;

@@ -13,8 +13,8 @@
 
 #include "base/rng.h"
 #include "cli.h"
-#include "exec/scenario.h"
-#include "sorder/scenario_lifetime.h"
+#include "scenarios/scenario.h"
+#include "scenarios/scenario_lifetime.h"
 
 static const char *clock_name(grt_clock_kind c) { return c == GRT_CLOCK_VIRTUAL ? "virtual" : "threads"; }
 

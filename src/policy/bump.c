@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/zoo.h"
+#include "policy/zoo.h"
 #include "base/u64map.h"
 
 #define BUMP_DEFAULT_ARENA ((uint64_t)64 << 20)

@@ -1,5 +1,5 @@
 /* block_index.c — the grt__index_ops tables: thin typed wrappers, no state. */
-#include "alloc/block_index.h"
+#include "workloads/block_index.h"
 
 #include "alloc/ordered_tree.h"
 

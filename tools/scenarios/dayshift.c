@@ -1,4 +1,4 @@
-/* workload.c — "dayshift", the built-in serving day that tells the day-3
+/* dayshift.c — "dayshift", the built-in serving day that tells the day-3
  * fragmentation story on a caching allocator, one event per step.
  *
  * Shape of the day (events = mallocs + frees):
@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "base/rng.h"
-#include "gpurt/report.h"
+#include "scenarios/dayshift.h"
 
 #define WAVES_PER_DAY 40     /* traffic waves (500 events each at the default length) */
 #define WAVE_AMPLITUDE 0.35 /* the load swings +-35% around its target */
@@ -31,8 +31,8 @@ typedef struct live_block {
   int long_lived;
 } live_block;
 
-struct grt_workload {
-  grt_workload_config cfg;
+struct grt_dayshift {
+  grt_dayshift_config cfg;
   grt_device *dev;
   grt_allocator *a;
   grt__rng rng;
@@ -43,7 +43,7 @@ struct grt_workload {
   uint64_t next_size; /* the next request's size, drawn ahead so the load check can use it */
 };
 
-void grt_workload_config_default(grt_workload_config *cfg) {
+void grt_dayshift_config_default(grt_dayshift_config *cfg) {
   if (!cfg) return;
   cfg->seed = 1;
   cfg->events = 20000;
@@ -52,32 +52,32 @@ void grt_workload_config_default(grt_workload_config *cfg) {
   cfg->load = 0.55;
 }
 
-grt_allocator *grt_workload_allocator(grt_workload *w) { return w ? w->a : NULL; }
-grt_device *grt_workload_device(grt_workload *w) { return w ? w->dev : NULL; }
-uint64_t grt_workload_events_done(const grt_workload *w) { return w ? w->done : 0; }
+grt_allocator *grt_dayshift_allocator(grt_dayshift *w) { return w ? w->a : NULL; }
+grt_device *grt_dayshift_device(grt_dayshift *w) { return w ? w->dev : NULL; }
+uint64_t grt_dayshift_events_done(const grt_dayshift *w) { return w ? w->done : 0; }
 
-static grt_status step_fn(void *ctx) { return grt_workload_step(ctx); }
+static grt_status step_fn(void *ctx) { return grt_dayshift_step(ctx); }
 
-grt_step_source grt_workload_source(grt_workload *w) {
+grt_step_source grt_dayshift_source(grt_dayshift *w) {
   grt_step_source s = {w, step_fn};
   return s;
 }
 
 /* Request sizes drift from [1, 4] MiB to [4, 16] MiB over the day. */
-static uint64_t draw_size(grt_workload *w) {
+static uint64_t draw_size(grt_dayshift *w) {
   double t = (double)w->done / (double)w->cfg.events;
   double scale = 1.0 + 3.0 * t;
   uint64_t lo = (uint64_t)(scale * (double)GRT_MiB), hi = (uint64_t)(4.0 * scale * (double)GRT_MiB);
   return grt__rng_log_uniform(&w->rng, lo, hi);
 }
 
-grt_status grt_workload_create(const grt_workload_config *cfg, grt_workload **out) {
+grt_status grt_dayshift_create(const grt_dayshift_config *cfg, grt_dayshift **out) {
   if (!cfg || !out) return GRT_ERR_INVALID_ARG;
   *out = NULL;
   if (cfg->events < 100 || cfg->reserve < 64 * GRT_MiB || cfg->reserve > 64 * GRT_GiB ||
       cfg->headroom > 64 * GRT_GiB || !(cfg->load > 0.05 && cfg->load < 0.9))
     return GRT_ERR_INVALID_ARG;
-  grt_workload *w = calloc(1, sizeof *w);
+  grt_dayshift *w = calloc(1, sizeof *w);
   if (!w) return GRT_ERR_NOMEM;
   w->cfg = *cfg;
   grt__rng_seed(&w->rng, cfg->seed);
@@ -96,7 +96,7 @@ grt_status grt_workload_create(const grt_workload_config *cfg, grt_workload **ou
   return GRT_OK;
 }
 
-grt_status grt_workload_destroy(grt_workload *w) {
+grt_status grt_dayshift_destroy(grt_dayshift *w) {
   if (!w) return GRT_OK;
   for (size_t i = 0; i < w->n_live; i++) grt_alloc_free(w->a, w->live[i].ptr);
   free(w->live);
@@ -106,7 +106,7 @@ grt_status grt_workload_destroy(grt_workload *w) {
   return st;
 }
 
-static grt_status do_malloc(grt_workload *w, uint64_t size, int long_lived) {
+static grt_status do_malloc(grt_dayshift *w, uint64_t size, int long_lived) {
   if (w->n_live == w->cap_live) {
     size_t nc = w->cap_live ? w->cap_live * 2 : 64;
     live_block *p = realloc(w->live, nc * sizeof *p);
@@ -124,7 +124,7 @@ static grt_status do_malloc(grt_workload *w, uint64_t size, int long_lived) {
 }
 
 /* Frees the k-th short-lived block (k < n_short). */
-static grt_status free_short(grt_workload *w, size_t k) {
+static grt_status free_short(grt_dayshift *w, size_t k) {
   for (size_t i = 0; i < w->n_live; i++) {
     if (w->live[i].long_lived || k--) continue;
     grt_status st = grt_alloc_free(w->a, w->live[i].ptr);
@@ -138,7 +138,7 @@ static grt_status free_short(grt_workload *w, size_t k) {
 }
 
 /* The day-3 request: half the free cache, if that exceeds every hole and the headroom. */
-static grt_status last_request(grt_workload *w) {
+static grt_status last_request(grt_dayshift *w) {
   grt_alloc_stats s;
   grt_status st = grt_alloc_get_stats(w->a, &s);
   if (st) return st;
@@ -148,17 +148,17 @@ static grt_status last_request(grt_workload *w) {
   return st == GRT_ERR_OOM ? GRT_OK : st;
 }
 
-static uint64_t wave_period(const grt_workload *w) { return w->cfg.events / WAVES_PER_DAY; }
+static uint64_t wave_period(const grt_dayshift *w) { return w->cfg.events / WAVES_PER_DAY; }
 
 /* Traffic comes in waves around the target: a triangle wave of WAVE_AMPLITUDE. */
-static uint64_t target_now(const grt_workload *w) {
+static uint64_t target_now(const grt_dayshift *w) {
   uint64_t period = wave_period(w);
   double phase = (double)(w->done % period) / (double)period;
   double tri = phase < 0.5 ? 4.0 * phase - 1.0 : 3.0 - 4.0 * phase;
   return (uint64_t)((double)w->target * (1.0 + WAVE_AMPLITUDE * tri));
 }
 
-grt_status grt_workload_step(grt_workload *w) {
+grt_status grt_dayshift_step(grt_dayshift *w) {
   if (!w) return GRT_ERR_INVALID_ARG;
   if (w->done >= w->cfg.events) return GRT_ERR_NOT_FOUND;
   if (w->done % wave_period(w) == wave_period(w) / 2) w->pin_due = 1;

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "alloc/allocator_impl.h"
-#include "alloc/range_alloc.h"
+#include "policy/range_alloc.h"
 #include "base/u64map.h"
 
 typedef struct fblock {

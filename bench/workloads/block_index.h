@@ -10,12 +10,8 @@
 #define GRT_ALLOC_BLOCK_INDEX_H
 
 #include "alloc/bins.h"
+#include "policy/range_alloc.h" /* grt__index_kind */
 
-typedef enum grt__index_kind {
-  GRT__INDEX_BINS = 0,  /* size-class index, exact best fit at O(1)-class cost */
-  GRT__INDEX_OTREE = 1, /* balanced ordered tree, O(log n) (PyTorch's std::set approach) */
-  GRT__INDEX_KIND_COUNT
-} grt__index_kind;
 
 typedef struct grt__index_ops {
   const char *name; /* "bins" or "otree" */

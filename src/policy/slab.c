@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "alloc/bins.h"
-#include "alloc/zoo.h"
+#include "policy/zoo.h"
 #include "base/u64map.h"
 
 #define SLAB_DEFAULT_PAGE ((uint64_t)2 << 20)

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/scenario.h"
+#include "scenarios/scenario.h"
 
 typedef struct xform {
   grt_device *dev;

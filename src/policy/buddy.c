@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/zoo.h"
+#include "policy/zoo.h"
 #include "base/u64map.h"
 
 #define BUDDY_MIN_ORDER 9

@@ -21,7 +21,13 @@
 
 #include <stdint.h>
 
-#include "alloc/block_index.h"
+#include "gpurt/base.h"
+
+typedef enum grt__index_kind {
+  GRT__INDEX_BINS = 0,  /* size-class index, exact best fit at O(1)-class cost */
+  GRT__INDEX_OTREE = 1, /* balanced ordered tree, O(log n) (PyTorch's std::set approach) */
+  GRT__INDEX_KIND_COUNT
+} grt__index_kind;
 
 typedef struct grt__range grt__range;
 

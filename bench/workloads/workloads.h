@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#include "alloc/block_index.h"
+#include "workloads/block_index.h"
 
 typedef enum grt__workload_allocator {
   GRT__WALLOC_BINS = GRT__INDEX_BINS,   /* range allocator on the size-class index */

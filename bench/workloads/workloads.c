@@ -7,14 +7,14 @@
  * the handle their allocation returned (as the peers free by allocation
  * handle), so the timed loop does no offset lookup.
  */
-#include "alloc/workloads.h"
+#include "workloads/workloads.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "alloc/approx_range.h"
-#include "alloc/range_alloc.h"
+#include "workloads/approx_range.h"
+#include "policy/range_alloc.h"
 #include "base/rng.h"
 
 #define EMPTY_SLOT UINT64_MAX

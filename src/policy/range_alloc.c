@@ -31,7 +31,7 @@
  *     TREE_FREE), where a find is O(log n); it returns to a list below
  *     SMALL_TREE members. Lists need no memory; a tree that cannot grow turns
  *     back into a list (exact, slower), so class steps never fail.
- *   - GRT__INDEX_OTREE: the ordered tree through the block_index ops table
+ *   - GRT__INDEX_OTREE: the ordered tree (grt__otree_*)
  *     (the baseline), with node index + 1 as the value.
  * Both return the same choice for every call: the smallest free range with
  * size >= the request, ties to the lowest offset.
@@ -60,7 +60,7 @@
  * modified; erases never fail; a class's tree is best effort (the class is a
  * list, still exact, whenever its tree cannot be built or grown).
  */
-#include "alloc/range_alloc.h"
+#include "policy/range_alloc.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -125,8 +125,7 @@ struct grt__range {
   uint32_t *slots;     /* offset map: node index or NIL; NULL until the first free by offset */
   uint32_t slot_shift; /* 64 - log2(number of slots) */
   uint32_t slot_count; /* nodes in the map */
-  const grt__index_ops *ops;
-  void *index;         /* GRT__INDEX_OTREE: free ranges keyed (size, offset) */
+  grt__otree *index;   /* GRT__INDEX_OTREE: free ranges keyed (size, offset) */
   grt__otree **trees;     /* [NCLASS] long classes' trees (NULL until the first) */
   uint32_t tree_classes;  /* classes in tree mode now; while 0, alloc and free run without tree checks */
   uint64_t summary;    /* bit w: words[w] != 0 */
@@ -452,7 +451,7 @@ static uint32_t cls_last(const grt__range *r) {
 
 static uint32_t tree_find(const grt__range *r, uint64_t size) {
   grt__bin_entry e;
-  return r->ops->lower_bound(r->index, size, 0, &e) ? untag(e.value) : NIL;
+  return grt__otree_lower_bound(r->index, size, 0, &e) ? untag(e.value) : NIL;
 }
 
 /* ---- nodes --------------------------------------------------------------- */
@@ -487,16 +486,14 @@ static void node_put(grt__range *r, uint32_t i) {
 }
 
 grt_status grt__range_create(uint64_t capacity, grt__index_kind kind, grt__range **out) {
-  const grt__index_ops *ops = grt__index_ops_get(kind);
-  if (!ops || capacity == 0 || !out) return GRT_ERR_INVALID_ARG;
+  if ((unsigned)kind >= GRT__INDEX_KIND_COUNT || capacity == 0 || !out) return GRT_ERR_INVALID_ARG;
   grt__range *r = calloc(1, sizeof *r);
   if (!r) return GRT_ERR_NOMEM;
-  r->ops = ops;
   r->kind = kind;
   r->pool = NIL;
   r->capacity = capacity;
   grt_status st = GRT_OK;
-  if (kind == GRT__INDEX_OTREE && (st = ops->create(&r->index))) goto fail;
+  if (kind == GRT__INDEX_OTREE && (st = grt__otree_create(&r->index))) goto fail;
   st = GRT_ERR_NOMEM;
   if (node_get(r) != DUMMY) goto fail;
   r->nodes[DUMMY] = (rnode){UINT64_MAX, UINT64_MAX, NIL, NIL, 0, 0};
@@ -507,7 +504,7 @@ grt_status grt__range_create(uint64_t capacity, grt__index_kind kind, grt__range
   r->nodes[i] = (rnode){0, capacity, NIL, NIL, 0, 0};
   if (kind == GRT__INDEX_OTREE) {
     r->links[i].prev = TREE_FREE;
-    if ((st = ops->insert(r->index, capacity, 0, tag(i)))) goto fail;
+    if ((st = grt__otree_insert(r->index, capacity, 0, tag(i)))) goto fail;
   } else {
     cls_insert(r, i, class_of(capacity), false);
   }
@@ -522,7 +519,7 @@ fail:
 
 void grt__range_destroy(grt__range *r) {
   if (!r) return;
-  if (r->index) r->ops->destroy(r->index);
+  if (r->index) grt__otree_destroy(r->index);
   if (r->trees)
     for (uint32_t c = 0; c < NCLASS; c++) grt__otree_destroy(r->trees[c]);
   free(r->trees);
@@ -605,7 +602,7 @@ static grt_status alloc_tree(grt__range *r, uint64_t size, uint32_t *out) {
   if (old > size) {
     uint32_t t = tail_new(r, i, size);
     if (t == NIL) return GRT_ERR_NOMEM;
-    grt_status st = r->ops->insert(r->index, old - size, off + size, tag(t));
+    grt_status st = grt__otree_insert(r->index, old - size, off + size, tag(t));
     if (st) {
       if (r->slots) map_del(r, off + size);
       node_put(r, t);
@@ -614,7 +611,7 @@ static grt_status alloc_tree(grt__range *r, uint64_t size, uint32_t *out) {
     r->links[t].prev = TREE_FREE;
     tail_link(r, i, t, size);
   }
-  r->ops->erase(r->index, old, off);
+  grt__otree_erase(r->index, old, off);
   *out = i;
   return GRT_OK;
 }
@@ -685,10 +682,10 @@ static grt_status free_tree(grt__range *r, uint32_t i) {
   uint64_t size = merged_size(r, i, merge_prev, merge_next);
   /* The merged range is a new key (it differs in size or offset from both
    * neighbours), so inserting it first is safe and is the only step that can fail. */
-  grt_status st = r->ops->insert(r->index, size, nodes[head].off, tag(head));
+  grt_status st = grt__otree_insert(r->index, size, nodes[head].off, tag(head));
   if (st) return st;
-  if (merge_prev) r->ops->erase(r->index, nodes[p].size, nodes[p].off);
-  if (merge_next) r->ops->erase(r->index, nodes[q].size, nodes[q].off);
+  if (merge_prev) grt__otree_erase(r->index, nodes[p].size, nodes[p].off);
+  if (merge_next) grt__otree_erase(r->index, nodes[q].size, nodes[q].off);
   r->free_bytes += n->size;
   r->free_n = r->free_n + 1 - (uint64_t)merge_prev - (uint64_t)merge_next;
   if (merge_next) absorb(r, i, q);
@@ -726,7 +723,7 @@ uint64_t grt__range_largest_free(const grt__range *r) {
     return i == NIL ? 0 : r->nodes[i].size;
   }
   grt__bin_entry e;
-  return r->ops->last(r->index, &e) ? e.size : 0;
+  return grt__otree_last(r->index, &e) ? e.size : 0;
 }
 
 uint64_t grt__range_free_bytes(const grt__range *r) { return r->free_bytes; }
@@ -798,7 +795,7 @@ grt_status grt__range_check(const grt__range *r) {
     if (r->slots && map_get(r, n->off) != i) return GRT_ERR_INTERNAL;
     if (r->kind == GRT__INDEX_OTREE) {
       grt__bin_entry e;
-      bool in_index = r->ops->lower_bound(r->index, n->size, n->off, &e) && e.size == n->size && e.addr == n->off;
+      bool in_index = grt__otree_lower_bound(r->index, n->size, n->off, &e) && e.size == n->size && e.addr == n->off;
       if (in_index != is_free || (in_index && e.value != tag(i))) return GRT_ERR_INTERNAL;
     }
     if (is_free) {
@@ -811,7 +808,7 @@ grt_status grt__range_check(const grt__range *r) {
   }
   if (off != r->capacity || free_sum != r->free_bytes || free_n != r->free_n) return GRT_ERR_INTERNAL;
   if (r->slots && nodes != r->slot_count) return GRT_ERR_INTERNAL;
-  if (r->kind == GRT__INDEX_OTREE) return free_n == r->ops->count(r->index) ? GRT_OK : GRT_ERR_INTERNAL;
+  if (r->kind == GRT__INDEX_OTREE) return free_n == grt__otree_count(r->index) ? GRT_OK : GRT_ERR_INTERNAL;
   uint64_t members = 0;
   grt_status st = check_classes(r, &members);
   /* Members are linked or TREE_FREE (so free) nodes; equal counts mean every free node is a member. */

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "base/rng.h"
-#include "sorder/scenario_lifetime.h"
+#include "scenarios/scenario_lifetime.h"
 
 /* ---- the scenario ---- */
 

@@ -14,7 +14,7 @@
  * stack. The node of offset 0 never goes away (merges absorb into the left
  * range), so the checker starts its address walk there.
  */
-#include "alloc/approx_range.h"
+#include "workloads/approx_range.h"
 
 #include <stdlib.h>
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "exec/scenario.h"
+#include "scenarios/scenario.h"
 
 typedef struct dl_objs {
   grt_stream *s[3];

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/zoo.h"
+#include "policy/zoo.h"
 
 /* ---- segment table ---- */
 

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "alloc/bins.h"
-#include "alloc/zoo.h"
+#include "policy/zoo.h"
 #include "base/u64map.h"
 
 #define ASYNC_CHUNK ((uint64_t)32 << 20)  /* the smallest growth of the pool */
