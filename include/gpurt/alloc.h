@@ -8,7 +8,7 @@
  *              record_stream with deferred frees).
  *   "naive"    every request goes straight to the device (cudaMalloc/cudaFree).
  *   "bestfit"  exact best fit (the block index) over one arena spanning the
- *              device: the offset-allocator baseline of anchors.md's W3.
+ *              device: the exact-best-fit baseline of W3 (docs/ALLOCATORS.md).
  *   "sharded"  N "caching" allocators, streams hashed onto them, each with its
  *              own lock: threads on different streams do not contend. With
  *              one stream it decides exactly as "caching"; an OOM releases
@@ -62,7 +62,7 @@ typedef struct grt_stream_ops {
 
 typedef enum grt_cross_stream_policy {
   GRT_CROSS_STREAM_NEVER = 0,  /* PyTorch: a cached block serves only its own stream */
-  GRT_CROSS_STREAM_WITH_EVENT, /* the seed's model: another stream's cached block may be
+  GRT_CROSS_STREAM_WITH_EVENT, /* not PyTorch: another stream's cached block may be
                                   taken (same stream preferred); each such reuse counts
                                   one event edge in cross_stream_syncs */
 } grt_cross_stream_policy;
@@ -256,7 +256,7 @@ GRT_API const grt_stream_ops *grt_cuda_events_stream_ops(grt_cuda_events *ev);
 GRT_API uint64_t grt_cuda_events_recorded(grt_cuda_events *ev);
 
 /* ---- the zoo: calls specific to the "bump", "buddy", "slab" and "async" policies ----
- * Policies (chapter 3, allocator zoology; docs/ALLOCATORS-zoo.md):
+ * Policies (docs/ALLOCATORS.md, the zoo):
  *   "bump"   arenas with a bump pointer; memory is reused only when an arena's
  *            live count drops to 0 (per-phase reset) or on grt_alloc_bump_reset.
  *   "buddy"  power-of-two blocks (512 B up to the segment size), split on

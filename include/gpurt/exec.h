@@ -243,7 +243,7 @@ GRT_API grt_status grt_exec_timeline_clear(grt_exec *exec);
 /* Number of op records kept. */
 GRT_API grt_status grt_exec_timeline_count(grt_exec *exec, size_t *out);
 
-/* ---- graphs: stream capture, instantiate, launch, update (issue 7) ----------------
+/* ---- graphs: stream capture, instantiate, launch, update (src/exec/graph*.c) ------
  *
  * Capture: grt_stream_begin_capture(s, mode) turns s into a capturing stream:
  * work issued to it (kernels, copies, memset, host functions) is recorded as
@@ -287,8 +287,8 @@ GRT_API grt_status grt_exec_timeline_count(grt_exec *exec, size_t *out);
  * graph's memory pool: every replay uses the same address, and the block is
  * never handed to anyone else while the graph or an executable graph made
  * from it lives. A graph with memory nodes can have one executable graph at a
- * time (GRT_ERR_BUSY), as in CUDA. The stream-ordered allocator (issue 4) routes
- * its malloc_async/free_async here when the stream is capturing.
+ * time (GRT_ERR_BUSY), as in CUDA. The stream-ordered pool (sorder.h) routes its
+ * malloc_async/free_async here when the stream is capturing.
  *
  * Thread safety: every call may come from any thread; capture state, graphs
  * and executable graphs are guarded by the exec lock. Destroyed graphs and
@@ -365,7 +365,7 @@ GRT_API grt_status grt_stream_free_async_graph(grt_stream *s, grt_devptr ptr);
 GRT_API grt_status grt_exec_device_malloc(grt_exec *exec, uint64_t size, grt_devptr *out);
 GRT_API grt_status grt_exec_device_free(grt_exec *exec, grt_devptr ptr);
 
-/* ---- hooks for the stream-ordered allocator (issue 4) ----------------------------
+/* ---- hooks for the stream-ordered pool (sorder.h) --------------------------------
  * Callback-shaped: the allocator layer sits below exec and sees streams only as
  * grt_stream_id and events as void *. ctx is the grt_exec. */
 
