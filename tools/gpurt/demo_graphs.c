@@ -1,5 +1,5 @@
 /* demo_graphs.c — `gpurt demo graphs`: an LLM decode step, eager vs CUDA-graph
- * replay, one graph per batch-size bucket (the seeds' chapter 8, Q5).
+ * replay, one graph per batch-size bucket.
  *
  * A decode step is LAYERS x KERNELS_PER_LAYER short kernels (threads clock, no
  * modelled duration: the step is CPU-bound, which is when graphs help). Each

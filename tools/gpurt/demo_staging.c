@@ -1,5 +1,5 @@
 /* demo_staging.c — `gpurt demo staging`: the pinned pool and the double-
- * buffered staging pipeline (chapter 9) for K = 1, 2, 3 under both clocks,
+ * buffered staging pipeline (grt_staging_run) for K = 1, 2, 3 under both clocks,
  * against the serial bound and the ideal overlap bound; then the stream-ordered
  * pool's counters from a 4-stream run, one shared pool vs per-stream pools. */
 #include <stdio.h>

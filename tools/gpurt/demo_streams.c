@@ -1,4 +1,4 @@
-/* demo_streams.c — `gpurt demo streams`: Lab 02's four scenarios on both clocks.
+/* demo_streams.c — `gpurt demo streams`: the four stream scenarios (docs/EXEC.md) on both clocks.
  *
  * S1 overlap, S2 false serialization through the legacy default stream, S3 a
  * cross-stream use-after-free vs a stream-ordered free, S4 deadlocks reported
@@ -98,7 +98,7 @@ static int s1(const char *dir) {
     }
     if (clock == GRT_CLOCK_THREADS) {
       /* measured and printed, not required: a loaded machine or Valgrind changes it */
-      printf("  threads speedup %.2fx vs the seed's bar of 1.7x: %s\n", speedup, speedup >= 1.7 ? "PASS" : "MISS");
+      printf("  threads speedup %.2fx vs the 1.7x target: %s\n", speedup, speedup >= 1.7 ? "PASS" : "MISS");
     } else {
       ok &= serial.elapsed_ns == serial.predicted_ns && piped.elapsed_ns == piped.predicted_ns;
     }
@@ -238,7 +238,7 @@ int grt_demo_streams(int argc, char **argv) {
     } else {
       fprintf(grt_cli_wants_help(argc, argv) ? stdout : stderr,
               "usage: gpurt demo streams [--out DIR]\n"
-              "  Lab 02's scenarios (overlap, false serialization, lifetime, deadlock) under the\n"
+              "  The stream scenarios (overlap, false serialization, lifetime, deadlock) under the\n"
               "  threads and virtual clocks; one Chrome trace per scenario and clock in DIR\n"
               "  (default out/timelines; open in https://ui.perfetto.dev or chrome://tracing).\n");
       return grt_cli_wants_help(argc, argv) ? 0 : 2;

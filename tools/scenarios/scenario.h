@@ -1,11 +1,11 @@
-/* scenario.h — Lab 02's scenarios on top of the public exec API (internal).
+/* scenario.h — the executor scenarios (docs/EXEC.md) on the public exec API (internal).
  *
  * Shared by `gpurt demo streams` and the tests so that both run exactly the
  * same work. Each scenario takes an exec the caller made (either clock) and
  * leaves it without live children; they use only the public API.
  *
  *   S1/S2  a chunked H2D -> compute -> D2H pipeline in several issue layouts.
- *   S3     buffer lifetime across streams: in src/sorder/scenario_lifetime.h.
+ *   S3     buffer lifetime across streams: in scenario_lifetime.h.
  *   S4     deadlocks through blocking user events, and plain events that cannot.
  */
 #ifndef GRT_EXEC_SCENARIO_H
@@ -37,7 +37,7 @@ typedef struct grt__pipe_result {
 grt_status grt__scn_pipeline(grt_exec *exec, const grt__pipe_params *p, grt__pipe_layout layout,
                              grt__pipe_result *out);
 
-/* ---- S3: lifetime — moved to src/sorder/scenario_lifetime.h (it runs on the stream-ordered pool) ---- */
+/* ---- S3: lifetime — in scenario_lifetime.h (it runs on the stream-ordered pool) ---- */
 
 /* ---- S4: deadlocks ---- */
 

@@ -1,4 +1,4 @@
-/* scenario_lifetime.h — S3 of Lab 02 on the stream-ordered pool (internal).
+/* scenario_lifetime.h — scenario S3 (docs/EXEC.md) on the stream-ordered pool (internal).
  *
  * Stream A reads buffer B; the host frees B at once and the pool hands the same
  * memory to stream C, whose writer overwrites it. The unsafe variant frees in
