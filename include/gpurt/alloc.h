@@ -48,18 +48,6 @@ typedef struct grt_allocator grt_allocator;
 #define GRT_ROUNDUP_INTERVALS 16                     /* power-of-two intervals 1 MiB .. 64 GiB */
 #define GRT_UNLIMITED UINT64_MAX
 
-/* Completion interface for deferred frees (record_stream). */
-typedef struct grt_stream_ops {
-  void *ctx;
-  /* Records an event on stream; returns an id the other calls receive. */
-  grt_status (*record_event)(void *ctx, grt_stream_id stream, uint64_t *event);
-  /* 1 when the event has completed, 0 when not yet. */
-  int (*event_query)(void *ctx, uint64_t event);
-  /* Blocks until the event completed (empty_cache and the OOM retry call it). */
-  void (*event_synchronize)(void *ctx, uint64_t event);
-  void (*event_destroy)(void *ctx, uint64_t event);
-} grt_stream_ops;
-
 typedef enum grt_cross_stream_policy {
   GRT_CROSS_STREAM_NEVER = 0,  /* PyTorch: a cached block serves only its own stream */
   GRT_CROSS_STREAM_WITH_EVENT, /* not PyTorch: another stream's cached block may be

@@ -69,6 +69,27 @@ typedef uint64_t grt_devptr;
 /* A stream as the allocator sees it: an opaque id (0 is the default stream). */
 typedef uint64_t grt_stream_id;
 
+/* Completion interface: "has the work issued to a stream so far finished?"
+ * asked without knowing how streams run. It lives here, at the bottom, so that
+ * every layer speaks it: the allocator consumes it for deferred frees
+ * (record_stream), the executor (grt_exec_stream_ops) and CUDA events
+ * (grt_cuda_events_stream_ops) implement it, tests fake it.
+ *
+ * Event ids are the implementation's, opaque to the caller. record_event,
+ * event_query and event_synchronize are required; event_destroy may be NULL
+ * (ids that need no release). An allocator calls these with its own mutex
+ * held: they must not call back into that allocator. */
+typedef struct grt_stream_ops {
+  void *ctx;
+  /* Records an event on stream; returns an id the other calls receive. */
+  grt_status (*record_event)(void *ctx, grt_stream_id stream, uint64_t *event);
+  /* 1 when the event has completed, 0 when not yet. */
+  int (*event_query)(void *ctx, uint64_t event);
+  /* Blocks until the event completed (empty_cache and the OOM retry call it). */
+  void (*event_synchronize)(void *ctx, uint64_t event);
+  void (*event_destroy)(void *ctx, uint64_t event);
+} grt_stream_ops;
+
 #define GRT_KiB ((uint64_t)1024)
 #define GRT_MiB ((uint64_t)1024 * 1024)
 #define GRT_GiB ((uint64_t)1024 * 1024 * 1024)
