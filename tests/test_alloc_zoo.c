@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "alloc_fixture.h"
+#include "gpurt/policy.h"
 #include "base/rng.h"
 
 static const char *const all_policies[] = {"caching", "naive", "bump", "buddy", "slab", "async", "bestfit"};
@@ -273,11 +274,18 @@ static void test_randomized_invariants(void **state) {
 
 static grt_status free_of(grt_allocator *a, grt_devptr p) { return grt_alloc_free(a, p); }
 
+/* One of the async pool's cudaMemPoolGetAttribute figures, read through grt_alloc_get. */
+static uint64_t async_attr(grt_allocator *a, const char *key) {
+  uint64_t v = 0;
+  assert_int_equal(grt_alloc_get(a, key, &v), GRT_OK);
+  return v;
+}
+
 /* Bump: freed memory comes back only when the arena empties or the phase is reset. */
 static void test_bump_reset(void **state) {
   (void)state;
   fixture fx = make_fixture("bump", 256 * MiB, NULL);
-  assert_int_equal(grt_alloc_bump_set_arena_size(fx.a, 4 * MiB), GRT_OK);
+  assert_int_equal(grt_alloc_set(fx.a, "arena_size", 4 * MiB), GRT_OK);
   grt_devptr a = must_malloc(fx.a, 1000, 0), b = must_malloc(fx.a, 1000, 0), c = must_malloc(fx.a, 1000, 0);
   assert_int_equal(b, a + 1024);
   assert_int_equal(c, b + 1024);
@@ -303,9 +311,9 @@ static void test_bump_reset(void **state) {
   assert_int_equal(must_malloc(fx.a, 512, 0), a);
   assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK); /* the empty 5 MiB arena goes back */
   assert_int_equal(stats_of(fx.a).segment[GRT_STAT_ALL].current, 1);
-  assert_int_equal(grt_alloc_bump_set_arena_size(fx.a, 1000), GRT_ERR_INVALID_ARG);
-  assert_int_equal(grt_alloc_buddy_set_segment_size(fx.a, MiB), GRT_ERR_UNSUPPORTED);
-  assert_non_null(strstr(grt_alloc_last_error(fx.a), "buddy"));
+  assert_int_equal(grt_alloc_set(fx.a, "arena_size", 1000), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_alloc_set(fx.a, "segment_size", MiB), GRT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(grt_alloc_last_error(fx.a), "no setting \"segment_size\""));
   drop_fixture(&fx);
 }
 
@@ -313,8 +321,8 @@ static void test_bump_reset(void **state) {
 static void test_buddy_coalescing(void **state) {
   (void)state;
   fixture fx = make_fixture("buddy", 64 * MiB, NULL);
-  assert_int_equal(grt_alloc_buddy_set_segment_size(fx.a, MiB), GRT_OK);
-  assert_int_equal(grt_alloc_buddy_set_segment_size(fx.a, 3 * MiB), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_alloc_set(fx.a, "segment_size", MiB), GRT_OK);
+  assert_int_equal(grt_alloc_set(fx.a, "segment_size", 3 * MiB), GRT_ERR_INVALID_ARG);
   grt_devptr p = must_malloc(fx.a, 600, 0), q = must_malloc(fx.a, 100, 0);
   uint64_t size, req;
   assert_int_equal(grt_alloc_block_info(fx.a, p, &size, &req), GRT_OK);
@@ -367,7 +375,7 @@ static void test_slab_zero_external_fragmentation(void **state) {
   (void)state;
   const uint64_t page = 64 * GRT_KiB;
   fixture fx = make_fixture("slab", 64 * MiB, NULL);
-  assert_int_equal(grt_alloc_slab_set_page_size(fx.a, page), GRT_OK);
+  assert_int_equal(grt_alloc_set(fx.a, "page_size", page), GRT_OK);
   grt__rng rng;
   grt__rng_seed(&rng, 11);
   grt_devptr live[4096];
@@ -405,7 +413,7 @@ static void test_slab_zero_external_fragmentation(void **state) {
   assert_int_equal(size, 3 * page);
   assert_int_equal(free_of(fx.a, v + page), GRT_ERR_INTERIOR_POINTER);
   assert_int_equal(free_of(fx.a, pages[1]), GRT_ERR_INTERIOR_POINTER); /* a page is not the handle */
-  assert_int_equal(grt_alloc_slab_set_page_size(fx.a, page), GRT_ERR_BUSY);
+  assert_int_equal(grt_alloc_set(fx.a, "page_size", page), GRT_ERR_BUSY);
   grt_devptr one = must_malloc(fx.a, 10, 0);
   assert_int_equal(grt_alloc_slab_pages(fx.a, one, pages, 3, &np), GRT_OK);
   assert_int_equal(np, 1);
@@ -438,24 +446,21 @@ static void test_async_release_threshold(void **state) {
   grt_devptr x = must_malloc(fx.a, 40 * MiB, 0), y = must_malloc(fx.a, 50 * MiB, 0);
   assert_int_equal(free_of(fx.a, x), GRT_OK);
   assert_int_equal(free_of(fx.a, y), GRT_OK); /* 32 + 40 + 50 MiB reserved, nothing used */
-  grt_alloc_async_attrs at;
-  assert_int_equal(grt_alloc_async_get_attrs(fx.a, &at), GRT_OK);
-  assert_int_equal(at.reserved_mem_current, 122 * MiB);
-  assert_int_equal(at.used_mem_current, 0);
-  assert_int_equal(at.used_mem_high, 90 * MiB);
-  assert_int_equal(grt_alloc_async_set_release_threshold(fx.a, UINT64_MAX), GRT_OK);
+  assert_int_equal(async_attr(fx.a, "reserved_mem_current"), 122 * MiB);
+  assert_int_equal(async_attr(fx.a, "used_mem_current"), 0);
+  assert_int_equal(async_attr(fx.a, "used_mem_high"), 90 * MiB);
+  assert_int_equal(grt_alloc_set(fx.a, "release_threshold", UINT64_MAX), GRT_OK);
   assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK); /* a sync point: below the threshold, nothing goes */
   assert_int_equal(dev_stats(fx.dev).bytes_in_use, 122 * MiB);
-  assert_int_equal(grt_alloc_async_set_release_threshold(fx.a, 80 * MiB), GRT_OK);
+  assert_int_equal(grt_alloc_set(fx.a, "release_threshold", 80 * MiB), GRT_OK);
   assert_int_equal(dev_stats(fx.dev).bytes_in_use, 122 * MiB); /* nothing until the next sync point */
   assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK);
   assert_int_equal(dev_stats(fx.dev).bytes_in_use, 72 * MiB); /* the largest (50 MiB) went: 72 <= 80 */
   grt_devptr z = must_malloc(fx.a, 10 * MiB, 3);
   assert_int_equal(grt_alloc_async_trim_to(fx.a, 0), GRT_OK); /* the segment holding z stays */
   assert_int_equal(dev_stats(fx.dev).bytes_in_use, 32 * MiB);
-  assert_int_equal(grt_alloc_async_get_attrs(fx.a, &at), GRT_OK);
-  assert_int_equal(at.reserved_mem_high, 122 * MiB);
-  assert_int_equal(at.release_threshold, 80 * MiB);
+  assert_int_equal(async_attr(fx.a, "reserved_mem_high"), 122 * MiB);
+  assert_int_equal(async_attr(fx.a, "release_threshold"), 80 * MiB);
   assert_int_equal(free_of(fx.a, z + 512), GRT_ERR_INTERIOR_POINTER);
   assert_int_equal(free_of(fx.a, z + 10 * MiB), GRT_ERR_DOUBLE_FREE); /* the free remainder */
   assert_int_equal(free_of(fx.a, z), GRT_OK);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "alloc_fixture.h"
+#include "gpurt/policy.h"
 
 static const char *const zoo[] = {"bump", "buddy", "slab", "async"};
 #define N_ZOO (sizeof zoo / sizeof zoo[0])
@@ -46,13 +47,13 @@ static void test_setter_validation(void **state) {
   const uint64_t huge = (uint64_t)1 << 57;
   fixture bump = make_fixture("bump", 64 * MiB, NULL), buddy = make_fixture("buddy", 64 * MiB, NULL),
           slab = make_fixture("slab", 64 * MiB, NULL), async = make_fixture("async", 64 * MiB, NULL);
-  expect_refused(bump.a, grt_alloc_bump_set_arena_size(bump.a, 0), GRT_ERR_INVALID_ARG);
-  expect_refused(bump.a, grt_alloc_bump_set_arena_size(bump.a, huge), GRT_ERR_INVALID_ARG);
-  expect_refused(buddy.a, grt_alloc_buddy_set_segment_size(buddy.a, 256), GRT_ERR_INVALID_ARG);
-  expect_refused(buddy.a, grt_alloc_buddy_set_segment_size(buddy.a, huge), GRT_ERR_INVALID_ARG);
-  expect_refused(slab.a, grt_alloc_slab_set_page_size(slab.a, 0), GRT_ERR_INVALID_ARG);
-  expect_refused(slab.a, grt_alloc_slab_set_page_size(slab.a, 1000), GRT_ERR_INVALID_ARG);
-  expect_refused(slab.a, grt_alloc_slab_set_page_size(slab.a, huge), GRT_ERR_INVALID_ARG);
+  expect_refused(bump.a, grt_alloc_set(bump.a, "arena_size", 0), GRT_ERR_INVALID_ARG);
+  expect_refused(bump.a, grt_alloc_set(bump.a, "arena_size", huge), GRT_ERR_INVALID_ARG);
+  expect_refused(buddy.a, grt_alloc_set(buddy.a, "segment_size", 256), GRT_ERR_INVALID_ARG);
+  expect_refused(buddy.a, grt_alloc_set(buddy.a, "segment_size", huge), GRT_ERR_INVALID_ARG);
+  expect_refused(slab.a, grt_alloc_set(slab.a, "page_size", 0), GRT_ERR_INVALID_ARG);
+  expect_refused(slab.a, grt_alloc_set(slab.a, "page_size", 1000), GRT_ERR_INVALID_ARG);
+  expect_refused(slab.a, grt_alloc_set(slab.a, "page_size", huge), GRT_ERR_INVALID_ARG);
   /* the refused values changed nothing: the defaults still apply */
   grt_devptr x = must_malloc(bump.a, 1000, 0);
   assert_int_equal(stats_of(bump.a).reserved_bytes[GRT_STAT_ALL].current, 64 * MiB);
@@ -69,25 +70,33 @@ static void test_setter_validation(void **state) {
   expect_refused(slab.a, grt_alloc_slab_pages(slab.a, x + 512, pages, 2, &n), GRT_ERR_INTERIOR_POINTER);
   assert_int_equal(grt_alloc_free(slab.a, x), GRT_OK);
   expect_refused(slab.a, grt_alloc_slab_pages(slab.a, x, pages, 2, &n), GRT_ERR_DOUBLE_FREE);
-  assert_int_equal(grt_alloc_async_get_attrs(async.a, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_alloc_get(async.a, "used_mem_high", NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_alloc_set(async.a, NULL, 0), GRT_ERR_INVALID_ARG);
+  /* another policy's setting: unsupported, and the message names the policy's own */
+  expect_refused(bump.a, grt_alloc_set(bump.a, "page_size", 4096), GRT_ERR_UNSUPPORTED);
+  assert_string_equal(grt_alloc_last_error(bump.a),
+                      "policy \"bump\" has no setting \"page_size\" (its settings: arena_size)");
   /* another policy's call: unsupported, and the message names both policies */
-  expect_refused(bump.a, grt_alloc_slab_set_page_size(bump.a, 4096), GRT_ERR_UNSUPPORTED);
-  assert_string_equal(grt_alloc_last_error(bump.a), "this call needs an allocator of policy \"slab\", not \"bump\"");
+  expect_refused(bump.a, grt_alloc_bump_reset(slab.a), GRT_ERR_UNSUPPORTED);
+  assert_string_equal(grt_alloc_last_error(slab.a), "this call needs an allocator of policy \"bump\", not \"slab\"");
   expect_refused(slab.a, grt_alloc_slab_pages(bump.a, 0, NULL, 0, &n), GRT_ERR_UNSUPPORTED);
   expect_refused(buddy.a, grt_alloc_async_trim_to(buddy.a, 0), GRT_ERR_UNSUPPORTED);
-  expect_refused(slab.a, grt_alloc_async_set_release_threshold(slab.a, 0), GRT_ERR_UNSUPPORTED);
-  grt_alloc_async_attrs at;
-  expect_refused(bump.a, grt_alloc_async_get_attrs(bump.a, &at), GRT_ERR_UNSUPPORTED);
-  expect_refused(async.a, grt_alloc_buddy_set_segment_size(async.a, MiB), GRT_ERR_UNSUPPORTED);
-  expect_refused(async.a, grt_alloc_bump_set_arena_size(async.a, MiB), GRT_ERR_UNSUPPORTED);
-  assert_int_equal(grt_alloc_bump_set_arena_size(NULL, MiB), GRT_ERR_INVALID_ARG);
+  expect_refused(slab.a, grt_alloc_set(slab.a, "release_threshold", 0), GRT_ERR_UNSUPPORTED);
+  uint64_t v = 7;
+  expect_refused(bump.a, grt_alloc_get(bump.a, "used_mem_high", &v), GRT_ERR_UNSUPPORTED);
+  assert_int_equal(v, 7);
+  expect_refused(async.a, grt_alloc_get(async.a, "no_such_key", &v), GRT_ERR_UNSUPPORTED);
+  assert_int_equal(v, 7);
+  expect_refused(async.a, grt_alloc_set(async.a, "segment_size", MiB), GRT_ERR_UNSUPPORTED);
+  expect_refused(async.a, grt_alloc_set(async.a, "arena_size", MiB), GRT_ERR_UNSUPPORTED);
+  assert_int_equal(grt_alloc_set(NULL, "arena_size", MiB), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_alloc_bump_reset(NULL), GRT_ERR_INVALID_ARG);
-  assert_int_equal(grt_alloc_buddy_set_segment_size(NULL, MiB), GRT_ERR_INVALID_ARG);
-  assert_int_equal(grt_alloc_slab_set_page_size(NULL, MiB), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_alloc_set(NULL, "segment_size", MiB), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_alloc_set(NULL, "page_size", MiB), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_alloc_slab_pages(NULL, 0, NULL, 0, &n), GRT_ERR_INVALID_ARG);
-  assert_int_equal(grt_alloc_async_set_release_threshold(NULL, 0), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_alloc_set(NULL, "release_threshold", 0), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_alloc_async_trim_to(NULL, 0), GRT_ERR_INVALID_ARG);
-  assert_int_equal(grt_alloc_async_get_attrs(NULL, &at), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_alloc_get(NULL, "page_size", &v), GRT_ERR_INVALID_ARG);
   drop_fixture(&bump);
   drop_fixture(&buddy);
   drop_fixture(&slab);
@@ -182,7 +191,7 @@ static void test_fault_injected_device(void **state) {
 static void test_bump_snapshot_gaps(void **state) {
   (void)state;
   fixture fx = make_fixture("bump", 64 * MiB, NULL);
-  assert_int_equal(grt_alloc_bump_set_arena_size(fx.a, MiB), GRT_OK);
+  assert_int_equal(grt_alloc_set(fx.a, "arena_size", MiB), GRT_OK);
   grt_devptr a = must_malloc(fx.a, 512, 0), b = must_malloc(fx.a, 1024, 0), c = must_malloc(fx.a, 512, 0);
   assert_int_equal(grt_alloc_free(fx.a, a), GRT_OK); /* dead space at the arena's start */
   assert_int_equal(grt_alloc_free(fx.a, c), GRT_OK); /* dead space after the live block */
@@ -234,9 +243,52 @@ static void test_sharded_fan_out(void **state) {
   drop_fixture(&fx);
 }
 
+/* grt_alloc_policies lists exactly the names grt_alloc_create accepts;
+ * each policy's settings read back what was set, every other key is refused. */
+static void test_policies_and_settings(void **state) {
+  (void)state;
+  const char *const *names = NULL;
+  size_t n = 0;
+  assert_int_equal(grt_alloc_policies(NULL, &n), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_alloc_policies(&names, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_alloc_policies(&names, &n), GRT_OK);
+  const char *const want[] = {"naive", "caching", "bestfit", "bump", "buddy", "slab", "async", "sharded"};
+  assert_int_equal(n, sizeof want / sizeof want[0]);
+  static const struct {
+    const char *policy, *key;
+    uint64_t dflt, value;
+  } settings[] = {{"bump", "arena_size", 64 * MiB, 4 * MiB},
+                  {"buddy", "segment_size", 64 * MiB, 8 * MiB},
+                  {"slab", "page_size", 2 * MiB, 64 * 1024},
+                  {"async", "release_threshold", 0, 5 * MiB}};
+  for (size_t i = 0; i < n; i++) {
+    assert_string_equal(names[i], want[i]);
+    fixture fx = make_fixture(names[i], 64 * MiB, NULL);
+    assert_string_equal(grt_alloc_policy(fx.a), names[i]);
+    int has = 0;
+    for (size_t k = 0; k < sizeof settings / sizeof settings[0]; k++) {
+      if (strcmp(settings[k].policy, names[i])) continue;
+      has = 1;
+      uint64_t v = 0;
+      assert_int_equal(grt_alloc_get(fx.a, settings[k].key, &v), GRT_OK);
+      assert_int_equal(v, settings[k].dflt);
+      assert_int_equal(grt_alloc_set(fx.a, settings[k].key, settings[k].value), GRT_OK);
+      assert_int_equal(grt_alloc_get(fx.a, settings[k].key, &v), GRT_OK);
+      assert_int_equal(v, settings[k].value);
+    }
+    uint64_t v = 3;
+    expect_refused(fx.a, grt_alloc_set(fx.a, "no_such_key", 1), GRT_ERR_UNSUPPORTED);
+    expect_refused(fx.a, grt_alloc_get(fx.a, "no_such_key", &v), GRT_ERR_UNSUPPORTED);
+    assert_int_equal(v, 3);
+    if (!has) assert_non_null(strstr(grt_alloc_last_error(fx.a), "(its settings: none)"));
+    drop_fixture(&fx);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_record_stream),          cmocka_unit_test(test_setter_validation),
+      cmocka_unit_test(test_policies_and_settings),
       cmocka_unit_test(test_small_device_fallback),  cmocka_unit_test(test_fault_injected_device),
       cmocka_unit_test(test_bump_snapshot_gaps),     cmocka_unit_test(test_sharded_fan_out),
   };

@@ -243,56 +243,33 @@ GRT_API const grt_stream_ops *grt_cuda_events_stream_ops(grt_cuda_events *ev);
 /* How many events were recorded in total (for reports). */
 GRT_API uint64_t grt_cuda_events_recorded(grt_cuda_events *ev);
 
-/* ---- the zoo: calls specific to the "bump", "buddy", "slab" and "async" policies ----
- * Policies (docs/ALLOCATORS.md, the zoo):
- *   "bump"   arenas with a bump pointer; memory is reused only when an arena's
- *            live count drops to 0 (per-phase reset) or on grt_alloc_bump_reset.
- *   "buddy"  power-of-two blocks (512 B up to the segment size), split on
- *            demand, coalesced with their buddy on free.
- *   "slab"   fixed-size pages; a request above one page gets a virtual handle
- *            and a block table of pages (paged KV cache): no external
- *            fragmentation, no contiguity.
- *   "async"  a cudaMallocAsync-like pool: best fit, split/merge, release
- *            threshold applied at sync points (grt_alloc_empty_cache is one).
- * Each call below returns GRT_ERR_UNSUPPORTED (nothing changes) on an allocator
- * of another policy, and holds the allocator's mutex like every other call. */
+/* ---- policy settings ----
+ * One name-keyed call for the settings of the comparison policies (their
+ * other calls are in gpurt/policy.h). Keys, by policy:
+ *   "bump"   arena_size: size of arenas created from now on (bytes, a multiple
+ *            of 512; default 64 MiB; a larger request gets an arena of its own
+ *            rounded size).
+ *   "buddy"  segment_size: size of segments created from now on = the top
+ *            order (a power of two >= 512; default 64 MiB); a larger request
+ *            gets a segment of its own power of two.
+ *   "slab"   page_size: a multiple of 512 (default 2 MiB); GRT_ERR_BUSY while
+ *            the allocator holds any segment.
+ *   "async"  release_threshold: cudaMemPoolAttrReleaseThreshold (bytes;
+ *            default 0): at each sync point, whole free segments go back to
+ *            the device while reserved bytes exceed it. grt_alloc_get also
+ *            reads cudaMemPoolGetAttribute's reserved_mem_current,
+ *            reserved_mem_high, used_mem_current and used_mem_high (bytes).
+ * A key the policy lacks (every key on "caching", "naive", "bestfit" and
+ * "sharded") is GRT_ERR_UNSUPPORTED, with the policy's keys named in
+ * grt_alloc_last_error; a value out of range is GRT_ERR_INVALID_ARG. A failed
+ * call changes nothing. Each holds the allocator's mutex like every other call. */
+GRT_API grt_status grt_alloc_set(grt_allocator *a, const char *key, uint64_t value);
+GRT_API grt_status grt_alloc_get(grt_allocator *a, const char *key, uint64_t *value);
 
-/* bump: size of arenas created from now on (bytes, a multiple of 512; default
- * 64 MiB; a larger request gets an arena of its own rounded size). */
-GRT_API grt_status grt_alloc_bump_set_arena_size(grt_allocator *a, uint64_t bytes);
-/* bump: ends a phase. Every live allocation becomes invalid at once (counted
- * as freed) and every arena rewinds to its start; arenas stay reserved. */
-GRT_API grt_status grt_alloc_bump_reset(grt_allocator *a);
-
-/* buddy: size of segments created from now on = the top order (a power of two
- * >= 512; default 64 MiB); a larger request gets a segment of its own power of two. */
-GRT_API grt_status grt_alloc_buddy_set_segment_size(grt_allocator *a, uint64_t bytes);
-
-/* slab: page size (a multiple of 512; default 2 MiB). GRT_ERR_BUSY while the
- * allocator holds any segment. */
-GRT_API grt_status grt_alloc_slab_set_page_size(grt_allocator *a, uint64_t bytes);
-/* slab: the block table of the allocation at handle: writes the device
- * address of its pages, in order, into pages[0 .. min(cap, n) - 1] and the
- * page count into *n_pages (pages may be NULL when cap is 0). A one-page
- * allocation's handle is its page; a larger one's handle is a virtual address
- * that must not be dereferenced. Bad handles fail as grt_alloc_free does. */
-GRT_API grt_status grt_alloc_slab_pages(grt_allocator *a, grt_devptr handle, grt_devptr *pages, size_t cap,
-                                        size_t *n_pages);
-
-/* async: cudaMemPoolAttrReleaseThreshold (bytes; default 0): at each sync
- * point, whole free segments go back to the device while reserved bytes exceed it. */
-GRT_API grt_status grt_alloc_async_set_release_threshold(grt_allocator *a, uint64_t bytes);
-/* async: cudaMemPoolTrimTo: releases whole free segments until reserved bytes
- * are at most bytes or nothing more can be released. */
-GRT_API grt_status grt_alloc_async_trim_to(grt_allocator *a, uint64_t bytes);
-
-/* async: cudaMemPoolGetAttribute's memory figures. */
-typedef struct grt_alloc_async_attrs {
-  uint64_t release_threshold;                   /* bytes */
-  uint64_t reserved_mem_current, reserved_mem_high; /* bytes held from the device */
-  uint64_t used_mem_current, used_mem_high;     /* bytes in live allocations */
-} grt_alloc_async_attrs;
-GRT_API grt_status grt_alloc_async_get_attrs(grt_allocator *a, grt_alloc_async_attrs *out);
+/* The names grt_alloc_create accepts, in a fixed order ("naive", "caching",
+ * "bestfit", "bump", "buddy", "slab", "async", "sharded"): *names points to
+ * static storage of *count entries. */
+GRT_API grt_status grt_alloc_policies(const char *const **names, size_t *count);
 
 #ifdef __cplusplus
 }

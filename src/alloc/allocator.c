@@ -7,7 +7,20 @@
 
 #include "alloc/allocator_impl.h"
 
-static const grt__alloc_ops *const policies[] = {&grt__caching_ops, &grt__naive_ops, &grt__bump_ops, &grt__buddy_ops, &grt__slab_ops, &grt__async_ops, &grt__sharded_ops, &grt__bestfit_ops};
+/* The order of grt_alloc_policies(): the driver first, then PyTorch's
+ * allocator, then the others from exact best fit to the paged slab. */
+static const grt__alloc_ops *const policies[] = {&grt__naive_ops, &grt__caching_ops, &grt__bestfit_ops, &grt__bump_ops,
+                                                 &grt__buddy_ops, &grt__slab_ops, &grt__async_ops, &grt__sharded_ops};
+#define N_POLICIES (sizeof policies / sizeof policies[0])
+static const char *const policy_names[N_POLICIES] = {"naive", "caching", "bestfit", "bump",
+                                                     "buddy", "slab",    "async",   "sharded"};
+
+grt_status grt_alloc_policies(const char *const **names, size_t *count) {
+  if (!names || !count) return GRT_ERR_INVALID_ARG;
+  *names = policy_names;
+  *count = N_POLICIES;
+  return GRT_OK;
+}
 
 void *grt__alloc_lines(size_t size) {
   size_t rounded = (size + 63) / 64 * 64;
@@ -45,7 +58,7 @@ grt_status grt_alloc_create(const char *policy, grt_device *dev, const grt_alloc
   *out = NULL;
   if (!policy || !dev) return GRT_ERR_INVALID_ARG;
   const grt__alloc_ops *ops = NULL;
-  for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++)
+  for (size_t i = 0; i < N_POLICIES; i++)
     if (!strcmp(policies[i]->name, policy)) ops = policies[i];
   if (!ops) return GRT_ERR_NOT_FOUND;
   grt_allocator *a = grt__alloc_lines(sizeof *a);
@@ -146,6 +159,45 @@ grt_status grt_alloc_import_block(grt_allocator *a, grt_devptr addr, uint64_t si
   if (!a->ops->import_block) return GRT_ERR_UNSUPPORTED;
   if (size == 0 || size % GRT_MIN_BLOCK_SIZE || addr % GRT_MIN_BLOCK_SIZE || requested > size) return GRT_ERR_INVALID_ARG;
   LOCKED_CALL(a, a->ops->import_block(a, addr, size, requested));
+}
+
+/* Both called under the allocator's lock: NULL set/get ops and keys the
+ * policy lacks become GRT_ERR_UNSUPPORTED with the policy's keys named. */
+static grt_status no_setting(grt_allocator *a, const char *key) {
+  const char *keys = a->ops->settings ? a->ops->settings : "none";
+  grt__alloc_set_error(a, "policy \"%s\" has no setting \"%s\" (its settings: %s)", a->ops->name, key, keys);
+  return GRT_ERR_UNSUPPORTED;
+}
+
+static grt_status set_locked(grt_allocator *a, const char *key, uint64_t value) {
+  grt_status st = a->ops->set ? a->ops->set(a, key, value) : GRT_ERR_NOT_FOUND;
+  return st == GRT_ERR_NOT_FOUND ? no_setting(a, key) : st;
+}
+
+static grt_status get_locked(grt_allocator *a, const char *key, uint64_t *value) {
+  grt_status st = a->ops->get ? a->ops->get(a, key, value) : GRT_ERR_NOT_FOUND;
+  return st == GRT_ERR_NOT_FOUND ? no_setting(a, key) : st;
+}
+
+/* A concurrent policy takes no allocator lock around its ops: its messages
+ * are written under err_lock. */
+static grt_status no_setting_concurrent(grt_allocator *a, const char *key) {
+  pthread_mutex_lock(&a->err_lock);
+  grt_status st = no_setting(a, key);
+  pthread_mutex_unlock(&a->err_lock);
+  return st;
+}
+
+grt_status grt_alloc_set(grt_allocator *a, const char *key, uint64_t value) {
+  if (!a || !key) return GRT_ERR_INVALID_ARG;
+  if (a->ops->concurrent && !a->ops->set) return no_setting_concurrent(a, key);
+  LOCKED_CALL(a, set_locked(a, key, value));
+}
+
+grt_status grt_alloc_get(grt_allocator *a, const char *key, uint64_t *value) {
+  if (!a || !key || !value) return GRT_ERR_INVALID_ARG;
+  if (a->ops->concurrent && !a->ops->get) return no_setting_concurrent(a, key);
+  LOCKED_CALL(a, get_locked(a, key, value));
 }
 
 const char *grt_alloc_policy(const grt_allocator *a) { return a ? a->ops->name : ""; }

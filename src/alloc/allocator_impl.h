@@ -30,6 +30,12 @@ typedef struct grt__alloc_ops {
   grt_status (*import_segment)(grt_allocator *a, grt_devptr base, uint64_t size, grt_stream_id stream, int is_large);
   grt_status (*import_block)(grt_allocator *a, grt_devptr addr, uint64_t size, uint64_t requested);
   grt_status (*reset_peaks)(grt_allocator *a); /* optional: policies whose stats live elsewhere */
+  /* Optional (NULL: the policy has no settings): grt_alloc_set / grt_alloc_get
+   * of one named setting; GRT_ERR_NOT_FOUND for a key the policy lacks.
+   * settings names the keys for the error message. */
+  grt_status (*set)(grt_allocator *a, const char *key, uint64_t value);
+  grt_status (*get)(grt_allocator *a, const char *key, uint64_t *value);
+  const char *settings;
 } grt__alloc_ops;
 
 struct grt_allocator {

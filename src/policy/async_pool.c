@@ -372,32 +372,36 @@ static grt_status async_check(grt_allocator *a, char *msg, size_t msg_size) {
   return grt__zoo_check_stats(a, &r, msg, msg_size);
 }
 
-/* ---- public calls specific to this policy ---- */
+/* ---- settings (grt_alloc_set / grt_alloc_get) and calls specific to this policy ---- */
 
-grt_status grt_alloc_async_set_release_threshold(grt_allocator *a, uint64_t bytes) {
-  grt_status st = grt__zoo_enter(a, &grt__async_ops);
-  if (st) return st;
+static grt_status async_set(grt_allocator *a, const char *key, uint64_t bytes) {
+  if (strcmp(key, "release_threshold")) return GRT_ERR_NOT_FOUND;
   ((apool *)a->impl)->release_threshold = bytes; /* applies at the next sync point, as in CUDA */
-  return grt__zoo_leave(a, GRT_OK);
+  return GRT_OK;
+}
+
+/* cudaMemPoolGetAttribute's memory figures under their attribute names. */
+static grt_status async_get(grt_allocator *a, const char *key, uint64_t *value) {
+  const grt_alloc_stats *s = &a->stats;
+  if (!strcmp(key, "release_threshold"))
+    *value = ((const apool *)a->impl)->release_threshold;
+  else if (!strcmp(key, "reserved_mem_current"))
+    *value = (uint64_t)s->reserved_bytes[GRT_STAT_ALL].current;
+  else if (!strcmp(key, "reserved_mem_high"))
+    *value = (uint64_t)s->reserved_bytes[GRT_STAT_ALL].peak;
+  else if (!strcmp(key, "used_mem_current"))
+    *value = (uint64_t)s->allocated_bytes[GRT_STAT_ALL].current;
+  else if (!strcmp(key, "used_mem_high"))
+    *value = (uint64_t)s->allocated_bytes[GRT_STAT_ALL].peak;
+  else
+    return GRT_ERR_NOT_FOUND;
+  return GRT_OK;
 }
 
 grt_status grt_alloc_async_trim_to(grt_allocator *a, uint64_t bytes) {
   grt_status st = grt__zoo_enter(a, &grt__async_ops);
   if (st) return st;
   release_down_to(a, bytes);
-  return grt__zoo_leave(a, GRT_OK);
-}
-
-grt_status grt_alloc_async_get_attrs(grt_allocator *a, grt_alloc_async_attrs *out) {
-  if (!out) return GRT_ERR_INVALID_ARG;
-  grt_status st = grt__zoo_enter(a, &grt__async_ops);
-  if (st) return st;
-  const grt_alloc_stats *s = &a->stats;
-  out->release_threshold = ((apool *)a->impl)->release_threshold;
-  out->reserved_mem_current = (uint64_t)s->reserved_bytes[GRT_STAT_ALL].current;
-  out->reserved_mem_high = (uint64_t)s->reserved_bytes[GRT_STAT_ALL].peak;
-  out->used_mem_current = (uint64_t)s->allocated_bytes[GRT_STAT_ALL].current;
-  out->used_mem_high = (uint64_t)s->allocated_bytes[GRT_STAT_ALL].peak;
   return grt__zoo_leave(a, GRT_OK);
 }
 
@@ -413,4 +417,8 @@ const grt__alloc_ops grt__async_ops = {
     .stats = async_stats,
     .snapshot = async_snapshot,
     .check = async_check,
+    .set = async_set,
+    .get = async_get,
+    .settings = "release_threshold (get also: reserved_mem_current, reserved_mem_high, used_mem_current, "
+                "used_mem_high)",
 };

@@ -396,17 +396,22 @@ static grt_status buddy_check(grt_allocator *a, char *msg, size_t msg_size) {
   return st ? st : grt__zoo_check_stats(a, &r, msg, msg_size);
 }
 
-/* ---- public calls specific to this policy ---- */
+/* ---- settings (grt_alloc_set / grt_alloc_get) ---- */
 
-grt_status grt_alloc_buddy_set_segment_size(grt_allocator *a, uint64_t bytes) {
-  grt_status st = grt__zoo_enter(a, &grt__buddy_ops);
-  if (st) return st;
+static grt_status buddy_set(grt_allocator *a, const char *key, uint64_t bytes) {
+  if (strcmp(key, "segment_size")) return GRT_ERR_NOT_FOUND;
   if (bytes < bytes_of(BUDDY_MIN_ORDER) || (bytes & (bytes - 1)) || bytes > GRT__MAX_REQUEST) {
     grt__alloc_set_error(a, "buddy segment size %llu is not a power of two >= 512", (unsigned long long)bytes);
-    return grt__zoo_leave(a, GRT_ERR_INVALID_ARG);
+    return GRT_ERR_INVALID_ARG;
   }
   ((buddy *)a->impl)->seg_size = bytes;
-  return grt__zoo_leave(a, GRT_OK);
+  return GRT_OK;
+}
+
+static grt_status buddy_get(grt_allocator *a, const char *key, uint64_t *value) {
+  if (strcmp(key, "segment_size")) return GRT_ERR_NOT_FOUND;
+  *value = ((const buddy *)a->impl)->seg_size;
+  return GRT_OK;
 }
 
 const grt__alloc_ops grt__buddy_ops = {
@@ -421,4 +426,7 @@ const grt__alloc_ops grt__buddy_ops = {
     .stats = buddy_stats,
     .snapshot = buddy_snapshot,
     .check = buddy_check,
+    .set = buddy_set,
+    .get = buddy_get,
+    .settings = "segment_size",
 };

@@ -303,18 +303,22 @@ static grt_status bump_check(grt_allocator *a, char *msg, size_t msg_size) {
   return grt__zoo_check_stats(a, &r, msg, msg_size);
 }
 
-/* ---- public calls specific to this policy ---- */
+/* ---- settings (grt_alloc_set / grt_alloc_get) and calls specific to this policy ---- */
 
-
-grt_status grt_alloc_bump_set_arena_size(grt_allocator *a, uint64_t bytes) {
-  grt_status st = grt__zoo_enter(a, &grt__bump_ops);
-  if (st) return st;
+static grt_status bump_set(grt_allocator *a, const char *key, uint64_t bytes) {
+  if (strcmp(key, "arena_size")) return GRT_ERR_NOT_FOUND;
   if (bytes == 0 || bytes % GRT_MIN_BLOCK_SIZE || bytes > GRT__MAX_REQUEST) {
     grt__alloc_set_error(a, "arena size %llu is not a positive multiple of 512", (unsigned long long)bytes);
-    return grt__zoo_leave(a, GRT_ERR_INVALID_ARG);
+    return GRT_ERR_INVALID_ARG;
   }
   ((bump *)a->impl)->arena_size = bytes;
-  return grt__zoo_leave(a, GRT_OK);
+  return GRT_OK;
+}
+
+static grt_status bump_get(grt_allocator *a, const char *key, uint64_t *value) {
+  if (strcmp(key, "arena_size")) return GRT_ERR_NOT_FOUND;
+  *value = ((const bump *)a->impl)->arena_size;
+  return GRT_OK;
 }
 
 grt_status grt_alloc_bump_reset(grt_allocator *a) {
@@ -338,4 +342,7 @@ const grt__alloc_ops grt__bump_ops = {
     .stats = bump_stats,
     .snapshot = bump_snapshot,
     .check = bump_check,
+    .set = bump_set,
+    .get = bump_get,
+    .settings = "arena_size",
 };

@@ -414,22 +414,27 @@ static grt_status slab_check(grt_allocator *a, char *msg, size_t msg_size) {
   return grt__zoo_check_stats(a, &r, msg, msg_size);
 }
 
-/* ---- public calls specific to this policy ---- */
+/* ---- settings (grt_alloc_set / grt_alloc_get) and calls specific to this policy ---- */
 
-grt_status grt_alloc_slab_set_page_size(grt_allocator *a, uint64_t bytes) {
-  grt_status st = grt__zoo_enter(a, &grt__slab_ops);
-  if (st) return st;
+static grt_status slab_set(grt_allocator *a, const char *key, uint64_t bytes) {
+  if (strcmp(key, "page_size")) return GRT_ERR_NOT_FOUND;
   slab *s = a->impl;
   if (bytes == 0 || bytes % GRT_MIN_BLOCK_SIZE || bytes > GRT__MAX_REQUEST) {
     grt__alloc_set_error(a, "page size %llu is not a positive multiple of 512", (unsigned long long)bytes);
-    return grt__zoo_leave(a, GRT_ERR_INVALID_ARG);
+    return GRT_ERR_INVALID_ARG;
   }
   if (s->segs.n) {
     grt__alloc_set_error(a, "the page size changes only while no segment is held (call empty_cache first)");
-    return grt__zoo_leave(a, GRT_ERR_BUSY);
+    return GRT_ERR_BUSY;
   }
   set_page_size(s, bytes);
-  return grt__zoo_leave(a, GRT_OK);
+  return GRT_OK;
+}
+
+static grt_status slab_get(grt_allocator *a, const char *key, uint64_t *value) {
+  if (strcmp(key, "page_size")) return GRT_ERR_NOT_FOUND;
+  *value = ((const slab *)a->impl)->page_size;
+  return GRT_OK;
 }
 
 grt_status grt_alloc_slab_pages(grt_allocator *a, grt_devptr handle, grt_devptr *pages, size_t cap, size_t *n_pages) {
@@ -455,4 +460,7 @@ const grt__alloc_ops grt__slab_ops = {
     .stats = slab_stats,
     .snapshot = slab_snapshot,
     .check = slab_check,
+    .set = slab_set,
+    .get = slab_get,
+    .settings = "page_size",
 };

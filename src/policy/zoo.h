@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "alloc/allocator_impl.h"
+#include "gpurt/policy.h"
 
 #define GRT__ZOO_POOL GRT_STAT_LARGE_POOL
 

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "base/u64map.h"
+#include "gpurt/policy.h"
 #include "sorder/sorder_impl.h"
 
 #define POOL_SID (UINT64_MAX - 1) /* the one stream id of the shared pool in the allocator */
@@ -121,7 +122,7 @@ grt_status grt_mempool_create(const grt_mempool_config *cfg, grt_mempool **out) 
     st = grt_alloc_create(policy, dev, &p->acfg, &p->a);
     if (st && p->so) grt__sorder_detach(p->so);
   }
-  if (!st && p->is_async) st = grt_alloc_async_set_release_threshold(p->a, cfg->release_threshold);
+  if (!st && p->is_async) st = grt_alloc_set(p->a, "release_threshold", cfg->release_threshold);
   if (st) {
     grt_alloc_destroy(p->a);
     free(p);
@@ -492,7 +493,7 @@ grt_status grt_mempool_synchronize(grt_mempool *p) {
 grt_status grt_mempool_set_release_threshold(grt_mempool *p, uint64_t bytes) {
   if (!p) return GRT_ERR_INVALID_ARG;
   pthread_mutex_lock(&p->lock);
-  grt_status st = p->is_async ? grt_alloc_async_set_release_threshold(p->a, bytes) : GRT_OK;
+  grt_status st = p->is_async ? grt_alloc_set(p->a, "release_threshold", bytes) : GRT_OK;
   if (!st) p->cfg.release_threshold = bytes;
   pthread_mutex_unlock(&p->lock);
   return st;

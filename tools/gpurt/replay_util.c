@@ -105,18 +105,11 @@ grt_status cli_progress_step(void *ctx, grt_replay *r, const grt_trace_event *ev
 }
 
 int cli_known_policies(const char **out, int max) {
-  static const char *const candidates[] = {"naive", "caching", "bestfit", "bump", "buddy", "slab", "async", "sharded"};
-  grt_device_config dc;
-  grt_device_config_default(&dc);
-  grt_device *dev = NULL;
+  const char *const *names = NULL;
+  size_t count = 0;
+  if (grt_alloc_policies(&names, &count)) return 0;
   int n = 0;
-  if (grt_device_create(&dc, &dev)) return 0;
-  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && n < max; i++) {
-    grt_allocator *a = NULL;
-    if (grt_alloc_create(candidates[i], dev, NULL, &a) == GRT_OK) out[n++] = candidates[i];
-    grt_alloc_destroy(a);
-  }
-  grt_device_destroy(dev);
+  for (size_t i = 0; i < count && n < max; i++) out[n++] = names[i];
   return n;
 }
 
