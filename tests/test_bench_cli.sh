@@ -20,7 +20,7 @@ for p in bins otree approx $policies; do
   awk -v r="$ratio" 'BEGIN { exit !(r >= 1.0) }' || fail "W3 $p: heap needed / peak live $ratio < 1"
   echo "$line" | grep -q "over 1 trace)" || fail "W3 $p: not over the one trace"
 done
-grep -q "reference (anchors.md" "$tmp/w3.txt" || fail "W3: no reference line"
+grep -q "reference (docs/ALLOCATORS.md" "$tmp/w3.txt" || fail "W3: no reference line"
 echo "ok: W3 rows for the index, the peer design and every policy"
 
 "$GPURT" bench --only w3 --traces "$tmp/traces" --json >"$tmp/w3.json" || fail "bench --only w3 --json"

@@ -1,4 +1,4 @@
-/* cmd_bench.c — `gpurt bench`: the allocator benchmarks of anchors.md, every allocator, one table.
+/* cmd_bench.c — `gpurt bench`: the allocator benchmarks (docs/ALLOCATORS.md), every allocator, one table.
  *
  *   W1      random churn on an 8 GiB heap: ns per free+alloc pair (median of runs)
  *   W2      the same under pressure: failed allocations per 1e6, and how many
@@ -35,7 +35,7 @@ typedef struct opts {
   uint32_t runs;
   uint32_t iterations;
   const char *only;
-  const char *traces; /* W3's minimalloc CSVs; NULL: $GRT_SHARED_DIR or ../shared */
+  const char *traces; /* W3's minimalloc CSVs; NULL: $GRT_SHARED_DIR/traces/minimalloc */
 } opts;
 
 static int wants(const opts *o, const char *what) { return !o->only || strstr(o->only, what); }
@@ -103,18 +103,19 @@ static int demo1(const opts *o) {
 
 #define W3_MAX_TRACES 64
 
-/* W3's directory: --traces, else $GRT_SHARED_DIR/traces/minimalloc, else
- * ../shared/traces/minimalloc (the layout of our machines). */
+/* W3's directory: --traces, else $GRT_SHARED_DIR/traces/minimalloc; NULL when
+ * neither is given (the traces are not part of the repository). */
 static const char *w3_dir(const opts *o, char *buf, size_t size) {
   if (o->traces) return o->traces;
   const char *shared = getenv("GRT_SHARED_DIR");
-  snprintf(buf, size, "%s/traces/minimalloc", shared && *shared ? shared : "../shared");
+  if (!shared || !*shared) return NULL;
+  snprintf(buf, size, "%s/traces/minimalloc", shared);
   return buf;
 }
 
 /* W3's rows: the block index as a plain offset allocator (bins, otree:
- * exact best fit on exact sizes, anchors.md's "exact best fit"), the peer
- * design (approx, anchors.md's OffsetAllocator), then every policy through
+ * exact best fit on exact sizes: the reference row "exact best fit"), the peer
+ * design (approx: the reference row OffsetAllocator), then every policy through
  * the replay engine (its rounding, segments and pools). */
 #define W3_NRANGE 3
 #define W3_ROWS (W3_NRANGE + N_POLICIES)
@@ -179,6 +180,10 @@ static int w3_trace(const grt_trace *t, const char *path, double *logsum, int *m
 static int w3(const opts *o) {
   char buf[4096], *paths[W3_MAX_TRACES];
   const char *dir = w3_dir(o, buf, sizeof buf);
+  if (!dir) { /* no directory named: the traces live outside the repository */
+    fprintf(o->json ? stderr : stdout, "  W3     skipped: no trace directory (--traces DIR or $GRT_SHARED_DIR)\n");
+    return 0;
+  }
   int n = cli_list_files(dir, ".csv", paths, W3_MAX_TRACES);
   if (n <= 0) { /* data that lives outside the repository: say so, do not fail */
     fprintf(o->json ? stderr : stdout, "  W3     skipped: no minimalloc CSV in %s (--traces DIR)\n", dir);
@@ -204,7 +209,7 @@ static int w3(const opts *o) {
              k == 1 ? "" : "s");
   }
   if (!o->json) {
-    printf("  W3     reference (anchors.md, measured elsewhere):");
+    printf("  W3     reference (docs/ALLOCATORS.md, measured elsewhere):");
     for (size_t i = 0; i < cli_w3_reference_count; i++)
       printf("%s %s %.2f", i ? "," : "", cli_w3_reference[i].name, cli_w3_reference[i].ratio);
     printf("\n");
@@ -247,13 +252,13 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: gpurt bench [--json] [--runs N] [--iterations N] [--only w1,w2,w3,demo1,threads]\n"
           "                   [--traces DIR]\n\n"
-          "Allocator benchmarks (../shared/reference/anchors.md): W1 speed, W2 failures under\n"
+          "Allocator benchmarks (docs/ALLOCATORS.md): W1 speed, W2 failures under\n"
           "pressure, W3 heap needed on ML buffer lifetimes, Demo 1's layout, and multi-thread\n"
           "scaling, for the block index run as an offset allocator (bins, otree, approx) and for\n"
           "every policy. Defaults: 3 runs, 1,000,000 iterations (threads: best of 5 x runs\n"
           "repetitions). W3 reads the google/minimalloc CSVs in DIR (default:\n"
-          "$GRT_SHARED_DIR/traces/minimalloc, else ../shared/traces/minimalloc) and is skipped\n"
-          "when there are none; `gpurt compare DIR/*.csv` prints its per-trace table.\n");
+          "$GRT_SHARED_DIR/traces/minimalloc) and is skipped when there are none; `gpurt compare\n"
+          "DIR/*.csv` prints its per-trace table.\n");
 }
 
 int grt_cmd_bench(int argc, char **argv) {

@@ -2,7 +2,7 @@
  * across policies and traces (peak reserved, heap needed / peak live, the
  * first OOM, device calls, syncs), the geometric mean of heap needed / peak
  * live per policy, and, on google/minimalloc traces, the W3 reference rows
- * of shared/reference/anchors.md next to ours. */
+ * (cli_w3_reference, docs/ALLOCATORS.md) next to ours. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,7 +23,7 @@ static void usage(FILE *f) {
           "Replays every trace with every policy and prints one table: peak reserved, the smallest heap\n"
           "with zero OOMs over the peak live bytes (bisection), the first OOM at --capacity, device\n"
           "calls and syncs. Default policies: every one this build knows (naive, caching, ...).\n"
-          "On google/minimalloc CSVs the anchors' W3 reference rows are printed alongside.\n");
+          "On google/minimalloc CSVs the W3 reference rows of docs/ALLOCATORS.md are printed alongside.\n");
 }
 
 static void print_row(const cli_run *r) {
@@ -83,7 +83,7 @@ static void print_table(const cli_run *runs, int n_paths, const char **policies,
       printf("    %-28s -\n", policies[p]);
   }
   if (!minimalloc) return;
-  printf("  reference (anchors.md W3, same figure, measured elsewhere):\n");
+  printf("  reference (docs/ALLOCATORS.md W3, same figure, measured elsewhere):\n");
   for (size_t i = 0; i < cli_w3_reference_count; i++)
     printf("    %-28s %.2f\n", cli_w3_reference[i].name, cli_w3_reference[i].ratio);
   printf("  (the physical limit is 1.00; MiniMalloc's offline solver packs these into 1.00-1.06)\n");

@@ -40,8 +40,8 @@ grt_status cli_progress_step(void *ctx, grt_replay *r, const grt_trace_event *ev
 /* The policies `compare` tries by default: those grt_alloc_create knows, among candidates. */
 int cli_known_policies(const char **out, int max);
 
-/* shared/reference/anchors.md, W3: the peers' heap needed / peak live,
- * geometric mean over the google/minimalloc traces (measured elsewhere). */
+/* W3's reference rows (docs/ALLOCATORS.md): the peers' heap needed / peak
+ * live, geometric mean over the google/minimalloc traces (measured elsewhere). */
 typedef struct cli_w3_ref {
   const char *name;
   double ratio;
