@@ -1,4 +1,4 @@
-/* bench_index.c — W1/W2 (anchors.md) on the range allocator with each index.
+/* bench_index.c — W1/W2 (docs/ALLOCATORS.md) on the range allocator with each index.
  *
  * Usage: bench_index [--json] [--runs N] [--only bins|otree|approx|harness]
  * Prints ns per free+alloc pair (median and min of N runs, default 5) for the
@@ -127,7 +127,7 @@ int main(int argc, char **argv) {
            rows[i].res.ns_min);
   printf("  ratio otree/bins: %.1fx (min: %.1fx); identical choices: yes\n",
          rows[1].res.ns_per_pair / rows[0].res.ns_per_pair, rows[1].res.ns_min / rows[0].res.ns_min);
-  /* anchors.md: OffsetAllocator 47.5 ns, target 40 ns: bins must take <= 40 / 47.5 of approx's time. */
+  /* Reference figures: OffsetAllocator 47.5 ns, target 40 ns: bins must take <= 40 / 47.5 of approx's time. */
   printf("  bins/approx: %.2f (min: %.2f); the W1 target (40 ns against OffsetAllocator's 47.5) is <= 0.84\n",
          rows[0].res.ns_per_pair / rows[2].res.ns_per_pair, rows[0].res.ns_min / rows[2].res.ns_min);
   printf("  (blocks are freed by the handle their allocation returned, as the peers free by allocation)\n");
@@ -150,8 +150,8 @@ int main(int argc, char **argv) {
          "  median of %u runs: bins %.1f ns/pair, otree %.1f (ratio otree/bins %.2fx; identical choices: yes)\n",
          LONG_N, GRT__LONG_UNIT, LONG_N / 2, LONG_ITERS, runs, long_res[0].ns_per_pair, long_res[1].ns_per_pair,
          long_res[1].ns_per_pair / long_res[0].ns_per_pair);
-  printf("Note: our PRNG (xoshiro256**) differs from the peers', so failure counts compare\n"
-         "with anchors.md only statistically; between bins and otree they are exact.\n"
+  printf("Note: our PRNG (xoshiro256**) differs from the peers', so failure counts compare with the\n"
+         "reference figures (docs/ALLOCATORS.md) only statistically; between bins and otree they are exact.\n"
          "approx is OffsetAllocator's design (approx_range.h), run in this process as the speed reference.\n");
   return 0;
 }

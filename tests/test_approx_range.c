@@ -4,8 +4,8 @@
  * Random alloc/free sequences with the structure walker after every step and
  * a shadow list proving live blocks never overlap; the approximate rule itself
  * (a range that fits but sits in the request's own bin is not seen); every
- * error path leaving the structure intact; and on W2 the property anchors.md
- * reports for the peer: more failures than exact best fit, some of them while
+ * error path leaving the structure intact; and on W2 the property the reference
+ * figures (docs/ALLOCATORS.md) report for the peer: more failures than exact best fit, some of them while
  * a big-enough range was free.
  */
 #include <setjmp.h>
@@ -136,7 +136,7 @@ static void test_errors_leave_the_structure_intact(void **state) {
   grt__approx_destroy(a);
 }
 
-/* anchors.md, W2: OffsetAllocator fails about twice as often as exact best
+/* Reference figures, W2: OffsetAllocator fails about twice as often as exact best
  * fit (~3070 against ~1440 per 1e6), ~750 of them with a big-enough range
  * free. Our stream differs from the peers', so the test asserts the relations. */
 static void test_w2_fails_more_than_exact_best_fit(void **state) {

@@ -13,7 +13,7 @@ static void test_rounding(void **state) {
   assert_int_equal(grt_alloc_round_size(&c, 1), 512);
   assert_int_equal(grt_alloc_round_size(&c, 512), 512);
   assert_int_equal(grt_alloc_round_size(&c, 513), 1024);
-  assert_int_equal(grt_alloc_round_size(&c, 1258291), 1258496); /* the seed's 1.2 MB */
+  assert_int_equal(grt_alloc_round_size(&c, 1258291), 1258496); /* 1.2 MB rounds up to a multiple of 512 */
   assert_int_equal(grt_alloc_segment_size(512), 2 * MiB);
   assert_int_equal(grt_alloc_segment_size(MiB), 2 * MiB);
   assert_int_equal(grt_alloc_segment_size(MiB + 512), 20 * MiB);
@@ -88,7 +88,7 @@ static void test_split_accounting(void **state) {
   assert_int_equal(s.inactive_split_bytes[GRT_STAT_ALL].current, 16 * MiB);
   assert_int_equal(s.largest_free_block, 16 * MiB);
   assert_int_equal(s.num_device_alloc, 1);
-  /* The seed's hand trace: 1.2 MB -> large pool, 20 MiB segment, the rest binned. */
+  /* A hand-checked trace: 1.2 MB -> large pool, 20 MiB segment, the rest binned. */
   grt_devptr r = must_malloc(fx.a, 1258291, 0);
   assert_int_equal(r, q + 4 * MiB);
   s = stats_of(fx.a);

@@ -1,4 +1,4 @@
-/* test_exec_scenarios.c — Lab 02's scenarios S1–S3 under both clocks.
+/* test_exec_scenarios.c — the stream scenarios S1–S3 (docs/EXEC.md) under both clocks.
  * Virtual time is exact, so the DAG prediction is asserted to the nanosecond
  * there; under threads only correctness is asserted (no timings). */
 #include "base/rng.h"

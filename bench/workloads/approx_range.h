@@ -2,7 +2,7 @@
  * (internal): the comparison point for the exact index of range_alloc.h.
  *
  * It follows the design of OffsetAllocator (Sebastian Aaltonen, 2023), the
- * fastest peer of ../shared/reference/anchors.md (W1 47.5 ns per pair), so
+ * fastest peer of the reference figures (docs/ALLOCATORS.md: W1 47.5 ns per pair), so
  * that the benchmarks can run that peer's algorithm in the same process as
  * ours and report a ratio that does not depend on the machine. 256 bins
  * spaced like a tiny float (5-bit exponent, 3-bit mantissa); a request is

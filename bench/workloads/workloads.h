@@ -1,6 +1,6 @@
 /* workloads.h — the allocator benchmark workloads W1 and W2 (internal).
  *
- * Defined in ../shared/reference/anchors.md (the peer figures are there too):
+ * As the reference figures define them (docs/ALLOCATORS.md, with the peers'):
  *   W1 "random-8g": an 8 GiB range (offsets only), sizes log-uniform in
  *      [512 B, 64 MiB] rounded up to 256 B; fill 1000 slots (untimed), then
  *      1,000,000 timed iterations: free a uniformly random slot, allocate a new
@@ -94,7 +94,7 @@ void grt__churn_ops_free(grt__churn_ops *ops);
 grt_status grt__long_class_run(const grt__index_kind *kinds, size_t n_kinds, uint32_t n, uint32_t iterations,
                                uint32_t runs, grt__churn_result *out);
 
-/* W3 on an offset allocator (anchors.md: google/minimalloc buffer
+/* W3 on an offset allocator (docs/ALLOCATORS.md: google/minimalloc buffer
  * lifetimes): the ops of one trace in replay order (frees before allocations
  * at a step), ids below n_ids. *heap is the smallest capacity (bytes) on
  * which every allocation succeeds, found by bisection between the peak live

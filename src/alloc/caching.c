@@ -23,7 +23,7 @@
 /* A block with every field zero. Copied in, not memset: gcc expands a
  * 112-byte memset (or a compound literal) into `rep stos`, whose start-up cost
  * was 18% of each cache hit's malloc in `perf` (two per split); a copy of a
- * constant is seven vector stores, and covers any field added later. */
+ * constant is seven vector stores, and covers every field the struct has. */
 static const cblock zero_block;
 
 cblock *grt__cblock_new(caching *c) {

@@ -4,7 +4,7 @@
  * lowest offset) run as a plain offset allocator over a single device segment
  * spanning the whole device, taken at the first malloc. No size classes
  * beyond 512-byte alignment, no segments, no cache: the "exact best fit" row
- * of anchors.md's W3 table, measured with our own index. Frees coalesce at
+ * of W3's reference figures (docs/ALLOCATORS.md), measured with our own index. Frees coalesce at
  * once; nothing is ever returned to the device before destroy (a heap, not a
  * cache: empty_cache is a no-op).
  */

@@ -1,4 +1,4 @@
-/* staging.c — the double-buffered staging pipeline (chapter 9): chunk ->
+/* staging.c — the double-buffered staging pipeline (docs/SORDER.md): chunk ->
  * H2D on a copy stream -> kernel on a compute stream (event edge) -> D2H on a
  * second copy stream (event edge), with K slots in flight.
  *

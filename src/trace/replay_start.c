@@ -2,8 +2,7 @@
  * allocator configuration a trace asks for, and (PyTorch snapshots) the
  * allocator state at the moment recording began.
  *
- * Rebuild rules (docs: shared/reference/pytorch-caching-allocator.md,
- * "Replaying real snapshots"):
+ * Rebuild rules (docs/REPLAY.md, "Fidelity"):
  *   - segments: a final-snapshot segment whose address has no segment event
  *     in the trace existed all along; an address whose first segment event is
  *     segment_free held a segment (of the event's size) when the trace began;
