@@ -8,8 +8,7 @@
  * memory fraction or garbage collection, no expandable segments), with
  * max_split_size and roundup_power2_divisions taken from a grt_alloc_config.
  *
- * The rules, from c10/cuda/CUDACachingAllocator.cpp (see
- * shared/reference/pytorch-caching-allocator.md):
+ * The rules, from PyTorch's c10/cuda/CUDACachingAllocator.cpp:
  *   - round_size, pools (small <= 1 MiB), segment sizes 2 MiB / 20 MiB / 2 MiB-rounded;
  *   - best fit = the free block of the pool on the same stream with the
  *     smallest (size, address) at least the rounded size; max_split_size may

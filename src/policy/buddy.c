@@ -1,5 +1,5 @@
 /* buddy.c — the "buddy" policy: power-of-two blocks, split on demand,
- * coalesced with their buddy on free (chapter 3's classic kernel page
+ * coalesced with their buddy on free (the classic kernel page
  * allocator: O(log n), bounded external fragmentation, up to ~50% internal
  * waste, counted as allocated_bytes (the block) minus requested_bytes).
  *

@@ -1,4 +1,4 @@
-/* bump.c — the "bump" policy: arenas with a bump pointer (chapter 3's first
+/* bump.c — the "bump" policy: arenas with a bump pointer (the simplest
  * design: phase-structured lifetimes, as in inference activations).
  *
  * An arena is one device segment (default 64 MiB, or the rounded request when

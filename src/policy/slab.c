@@ -1,5 +1,5 @@
 /* slab.c — the "slab" policy: fixed-size pages and a block table per
- * allocation (chapter 3's slab, as the paged KV cache uses it: PagedAttention
+ * allocation (a slab, as the paged KV cache uses it: PagedAttention
  * is an allocator redesign).
  *
  * Device segments (default 32 pages) are cut into pages of one size (default
