@@ -3,15 +3,23 @@
 #   scripts/test.sh            plain build (RelWithDebInfo)
 #   scripts/test.sh asan       AddressSanitizer + UndefinedBehaviorSanitizer
 #   scripts/test.sh tsan       ThreadSanitizer
+#   scripts/test.sh clang      clang, every warning an error: clang marks the
+#                              grt_status type itself, so a dropped status in
+#                              any function (static ones too) fails the build
+# In CI (CI set in the environment) every build treats warnings as errors
+# (CMakeLists.txt: GRT_WERROR defaults to ON there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-plain}
-bash scripts/deps.sh
+extra=()
+[ "$mode" = clang ] && extra=(clang)
+bash scripts/deps.sh "${extra[@]}"
 case "$mode" in
   plain) dir=build/test; flags=() ;;
   asan) dir=build/asan; flags=(-DGRT_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug) ;;
   tsan) dir=build/tsan; flags=(-DGRT_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
-  *) echo "usage: scripts/test.sh [plain|asan|tsan]" >&2; exit 2 ;;
+  clang) dir=build/clang; flags=(-DCMAKE_C_COMPILER=clang -DGRT_WERROR=ON) ;;
+  *) echo "usage: scripts/test.sh [plain|asan|tsan|clang]" >&2; exit 2 ;;
 esac
 cmake -S . -B "$dir" -G Ninja "${flags[@]}" >/dev/null
 cmake --build "$dir"

@@ -52,7 +52,22 @@ extern "C" {
   X(GRT_ERR_DRIVER, 24, "device driver returned an error")                        \
   X(GRT_ERR_INTERNAL, 25, "internal error (a gpurt bug)")
 
-typedef enum grt_status {
+/* A grt_status must never be dropped: a failed call changes nothing, so an
+ * unchecked failure silently loses the caller's intent. Clang marks the type
+ * itself (every function returning it, static ones too); GCC only accepts
+ * the attribute on functions, so declarations carry GRT_MUST_CHECK. */
+#if defined(__GNUC__)
+#define GRT_MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define GRT_MUST_CHECK
+#endif
+#if defined(__clang__)
+#define GRT__STATUS_TYPE_ATTR __attribute__((warn_unused_result))
+#else
+#define GRT__STATUS_TYPE_ATTR
+#endif
+
+typedef enum GRT__STATUS_TYPE_ATTR grt_status {
 #define GRT__STATUS_ENUM(name, value, msg) name = value,
   GRT_STATUS_LIST(GRT__STATUS_ENUM)
 #undef GRT__STATUS_ENUM
