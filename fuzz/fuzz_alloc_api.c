@@ -157,7 +157,7 @@ static void do_malloc(state *s, input *in, unsigned k) {
 static void do_pointer_call(state *s, input *in, unsigned op) {
   grt_devptr p = pick_ptr(s, in);
   grt_alloc_stats before, after;
-  grt_alloc_get_stats(s->a, &before);
+  CHECK(grt_alloc_get_stats(s->a, &before) == GRT_OK, "stats");
   grt_status st;
   uint64_t bs, rq;
   if (op == 0) {
@@ -181,7 +181,7 @@ static void do_pointer_call(state *s, input *in, unsigned op) {
   CHECK(st == GRT_ERR_DOUBLE_FREE || st == GRT_ERR_UNKNOWN_POINTER || st == GRT_ERR_INTERIOR_POINTER,
         "call %u on the bad pointer 0x%llx: %s", op, (unsigned long long)p, grt_status_name(st));
   CHECK(grt_alloc_last_error(s->a)[0], "no message for a failed call");
-  grt_alloc_get_stats(s->a, &after);
+  CHECK(grt_alloc_get_stats(s->a, &after) == GRT_OK, "stats");
   CHECK(!memcmp(&before, &after, sizeof before), "a failed call %u changed the statistics", op);
 }
 
@@ -190,7 +190,7 @@ static void do_snapshot(state *s) {
   grt_status st = grt_alloc_snapshot_take(s->a, &snap);
   CHECK(st == GRT_OK, "snapshot: %s", grt_status_name(st));
   grt_alloc_stats stats;
-  grt_alloc_get_stats(s->a, &stats);
+  CHECK(grt_alloc_get_stats(s->a, &stats) == GRT_OK, "stats");
   uint64_t allocated = 0;
   for (size_t i = 0; i < snap->n_segments; i++) {
     const grt_snapshot_segment *seg = &snap->segments[i];
@@ -364,12 +364,12 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
       case 10: /* some events complete */
         for (unsigned j = take8(&in) % 8; j > 0; j--) s.ev.done[(take8(&in) << 4 | take8(&in)) % 4096] = 1;
         break;
-      case 11: grt_device_inject_malloc_failure(s.dev, take8(&in) % 6); break;
+      case 11: CHECK(grt_device_inject_malloc_failure(s.dev, take8(&in) % 6) == GRT_OK, "inject"); break;
       case 12: do_snapshot(&s); break;
       case 13: {
         grt_alloc_stats st;
         CHECK(grt_alloc_get_stats(s.a, &st) == GRT_OK, "stats");
-        if (op & 0x80) grt_alloc_reset_peak_stats(s.a);
+        if (op & 0x80) CHECK(grt_alloc_reset_peak_stats(s.a) == GRT_OK, "reset_peak_stats");
         break;
       }
       case 14: do_import(&s, &in); break;
@@ -387,12 +387,12 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     }
     if (n < 32 || n % 8 == 0) check_alloc(&s); /* the walker is most of the cost: every call early, then sampled */
   }
-  grt_device_inject_malloc_failure(s.dev, 0);
+  CHECK(grt_device_inject_malloc_failure(s.dev, 0) == GRT_OK, "inject");
   for (int i = 0; i < SLOTS; i++)
     if (s.slots[i].ptr) CHECK(grt_alloc_free(s.a, s.slots[i].ptr) == GRT_OK, "final free");
   check_alloc(&s);
   grt_alloc_stats st;
-  grt_alloc_get_stats(s.a, &st);
+  CHECK(grt_alloc_get_stats(s.a, &st) == GRT_OK, "stats");
   CHECK(st.allocation[GRT_STAT_ALL].current == 0, "allocations left after freeing everything");
   CHECK(grt_alloc_destroy(s.a) == GRT_OK, "allocator destroy");
   CHECK(grt_device_destroy(s.dev) == GRT_OK, "device still holds memory after the allocator was destroyed");

@@ -26,12 +26,11 @@ static inline void grt_fuzz_round_trip(const grt_trace *t) {
     abort();
   }
   grt_trace_info a, b;
-  grt_trace_get_info(t, &a);
-  grt_trace_get_info(u, &b);
+  if (grt_trace_get_info(t, &a) != GRT_OK || grt_trace_get_info(u, &b) != GRT_OK) abort();
   if (a.n_events != b.n_events || a.n_ids != b.n_ids || a.n_segments != b.n_segments ||
       (a.n_events && memcmp(a.events, b.events, a.n_events * sizeof *a.events) != 0))
     abort();
-  grt_trace_destroy(u);
+  if (grt_trace_destroy(u) != GRT_OK) abort();
   free(buf);
 }
 
@@ -45,7 +44,7 @@ static inline int grt_fuzz_one(const unsigned char *data, size_t size, grt_trace
   grt_status st = grt_trace_load_buffer(data, size, "fuzz", &cfg, &t, &err);
   if (st == GRT_OK) {
     grt_fuzz_round_trip(t);
-    grt_trace_destroy(t);
+    if (grt_trace_destroy(t) != GRT_OK) abort();
   } else if (t != NULL || err.reason[0] == '\0') {
     abort(); /* a failed load must leave *out NULL and say why */
   }
