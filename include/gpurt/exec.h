@@ -122,6 +122,10 @@ GRT_API grt_status grt_exec_synchronize(grt_exec *exec);
 
 /* Current time of the exec's clock, ns since creation (virtual: virtual ns). */
 GRT_API grt_status grt_exec_now_ns(grt_exec *exec, uint64_t *out);
+/* The host spends ns of its own time (an expensive host call such as a pinned
+ * allocation): threads: sleeps; virtual: the simulation runs up to now + ns and
+ * the virtual clock then stands at least there. GRT_ERR_NOT_PERMITTED in a body. */
+GRT_API grt_status grt_exec_host_delay(grt_exec *exec, uint64_t ns);
 
 /* The sticky error (GRT_OK when none); msg (may be NULL) receives its text,
  * e.g. the deadlock cycle with stream and event names. */
@@ -154,6 +158,8 @@ GRT_API grt_status grt_exec_per_thread_stream(grt_exec *exec, grt_stream **out);
 
 /* A name for timelines and deadlock reports (copied, truncated to 31 bytes). */
 GRT_API grt_status grt_stream_set_name(grt_stream *s, const char *name);
+/* Copies the stream's name ("" when none was set) into buf (truncated). */
+GRT_API grt_status grt_stream_get_name(grt_stream *s, char *buf, size_t buf_size);
 /* The stable id the allocator layer uses (0 = legacy default stream). */
 GRT_API grt_status grt_stream_get_id(grt_stream *s, grt_stream_id *out);
 GRT_API grt_status grt_stream_get_priority(grt_stream *s, int *out);
@@ -395,15 +401,6 @@ typedef enum grt_exec_fault {
 GRT_API grt_status grt_exec_inject_failure(grt_exec *exec, grt_exec_fault kind, uint64_t nth);
 /* How many creations of `kind` failed by injection since the exec was created. */
 GRT_API grt_status grt_exec_injected_failures(grt_exec *exec, grt_exec_fault kind, uint64_t *out);
-
-/* ---- small additions for the stream-ordered layer (src/exec/sorder_support.c) ---- */
-
-/* Copies the stream's name ("" when none was set) into buf (truncated). */
-GRT_API grt_status grt_stream_get_name(grt_stream *s, char *buf, size_t buf_size);
-/* The host spends ns of its own time (an expensive host call such as a pinned
- * allocation): threads: sleeps; virtual: the simulation runs up to now + ns and
- * the virtual clock then stands at least there. GRT_ERR_NOT_PERMITTED in a body. */
-GRT_API grt_status grt_exec_host_delay(grt_exec *exec, uint64_t ns);
 
 #ifdef __cplusplus
 }

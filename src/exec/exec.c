@@ -6,6 +6,7 @@
  * destroyed (destroyed ones as zombies); live_* count the user-created objects
  * not yet destroyed (the "children" that make destroy return GRT_ERR_BUSY).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -252,6 +253,23 @@ grt_status grt_exec_now_ns(grt_exec *exec, uint64_t *out) {
   pthread_mutex_lock(&exec->lock);
   *out = grt__exec_now(exec);
   pthread_mutex_unlock(&exec->lock);
+  return GRT_OK;
+}
+
+/* Host time, on either clock; the device keeps working meanwhile. Threads:
+ * the caller sleeps without the lock. Virtual: sched_virtual.c runs the
+ * simulation through the delay (a sticky error ends it at once). */
+grt_status grt_exec_host_delay(grt_exec *exec, uint64_t ns) {
+  if (!exec || exec->magic != GRT__EXEC_MAGIC) return GRT_ERR_INVALID_ARG;
+  bool virt = exec->cfg.clock != GRT_CLOCK_THREADS;
+  pthread_mutex_lock(&exec->lock);
+  grt_status st = grt__in_body(exec) ? GRT_ERR_NOT_PERMITTED : virt ? exec->error : GRT_OK;
+  if (!st && virt) st = grt__virtual_host_delay(exec, ns);
+  pthread_mutex_unlock(&exec->lock);
+  if (st || virt || !ns) return st;
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+  }
   return GRT_OK;
 }
 

@@ -149,6 +149,32 @@ grt_status grt__virtual_wait(grt_exec *exec, grt__cond_fn cond, void *ctx) {
   return st;
 }
 
+typedef struct delay_target {
+  uint64_t t;
+} delay_target;
+
+/* True when nothing can happen before the target any more: no ready op waits
+ * for a free slot and the earliest running op ends after the target. */
+static bool delay_done(grt_exec *exec, void *ctx) {
+  const delay_target *d = ctx;
+  if (exec->now_ns >= d->t) return true;
+  for (unsigned e = 0; e < GRT_ENGINE_COUNT; e++) {
+    const grt__engine *g = &exec->engines[e];
+    if (g->rq_head && g->busy < g->slots) return false; /* dispatch first */
+  }
+  return exec->heap_n == 0 || exec->heap[0].t > d->t;
+}
+
+/* The simulation runs until no event remains at or before the target, then
+ * the clock moves to the target: the device works while the host is busy,
+ * exactly as during a slept delay. */
+grt_status grt__virtual_host_delay(grt_exec *exec, uint64_t ns) {
+  delay_target d = {exec->now_ns + ns};
+  grt_status st = grt__virtual_wait(exec, delay_done, &d);
+  if (!st && exec->now_ns < d.t) exec->now_ns = d.t;
+  return st;
+}
+
 void grt__virtual_step(grt_exec *exec) {
   if (exec->driving || exec->error) return; /* someone else advances time */
   bool outer;

@@ -64,6 +64,17 @@ grt_status grt_stream_set_name(grt_stream *s, const char *name) {
   return st;
 }
 
+/* Unlike the setter it answers for a destroyed stream too: a race report may
+ * name a stream destroyed since. */
+grt_status grt_stream_get_name(grt_stream *s, char *buf, size_t buf_size) {
+  grt_status st = grt__stream_check(s);
+  if (st || !buf || !buf_size) return st ? st : GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&s->exec->lock);
+  snprintf(buf, buf_size, "%s", s->name);
+  pthread_mutex_unlock(&s->exec->lock);
+  return GRT_OK;
+}
+
 /* Immutable fields: no lock needed, but a destroyed stream still refuses. */
 static grt_status getter_check(grt_stream *s, const void *out) {
   grt_status st = grt__stream_check(s);
