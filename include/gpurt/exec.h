@@ -371,9 +371,24 @@ GRT_API grt_status grt_stream_free_async_graph(grt_stream *s, grt_devptr ptr);
 GRT_API grt_status grt_exec_device_malloc(grt_exec *exec, uint64_t size, grt_devptr *out);
 GRT_API grt_status grt_exec_device_free(grt_exec *exec, grt_devptr ptr);
 
-/* ---- hooks for the stream-ordered pool (sorder.h) --------------------------------
- * Callback-shaped: the allocator layer sits below exec and sees streams only as
- * grt_stream_id and events as void *. ctx is the grt_exec. */
+/* ---- completion interface (grt_stream_ops, base.h) ---------------------------------
+ * The exec implements grt_stream_ops, so a layer below it (an allocator's
+ * record_stream) asks whether a stream's work finished knowing only stream ids.
+ * ctx is the exec. An event id is the address of a timing-disabled grt_event it
+ * owns, so a caller above the exec may use it as one, e.g. to order a stream
+ * after it: grt_stream_wait_event(s, (grt_event *)(uintptr_t)id).
+ *   record_event       records a new event on stream `stream`: GRT_ERR_INVALID_ARG
+ *                      for a NULL out pointer or a ctx that is not an exec,
+ *                      GRT_ERR_NOT_FOUND for an unknown stream id, else any error
+ *                      of grt_event_create / grt_event_record; nothing is left
+ *                      behind on failure and *event is written only on success.
+ *   event_query        1 when the event completed; a failing query (the exec's
+ *                      sticky error, an event of another exec) also says 1, so a
+ *                      deferred free never waits for ever.
+ *   event_synchronize  grt_event_synchronize (an error stays in the exec).
+ *   event_destroy      destroys the event; an event of another exec is left alone.
+ * The ops keep no state but ctx: they stay valid as long as the exec. */
+GRT_API grt_status grt_exec_stream_ops(grt_exec *exec, grt_stream_ops *out);
 
 /* Creates a timing-disabled event recorded on stream `id`; *event_out owns it. */
 GRT_API grt_status grt_exec_cb_event_record(void *ctx, grt_stream_id id, void **event_out);
@@ -389,7 +404,7 @@ GRT_API grt_status grt_exec_cb_event_release(void *ctx, void *event);
 typedef enum grt_exec_fault {
   GRT_EXEC_FAULT_THREAD_CREATE = 0, /* worker threads: only at exec creation (config field) */
   GRT_EXEC_FAULT_STREAM_CREATE = 1, /* grt_stream_create, a per-thread default stream's creation */
-  GRT_EXEC_FAULT_EVENT_CREATE = 2,  /* grt_event_create, grt_exec_cb_event_record */
+  GRT_EXEC_FAULT_EVENT_CREATE = 2,  /* grt_event_create, the stream ops' record_event */
   GRT_EXEC_FAULT_USER_EVENT_CREATE = 3,
   GRT_EXEC_FAULT_COUNT = 4
 } grt_exec_fault;

@@ -1,4 +1,5 @@
-/* event.c — plain CUDA events: record (snapshot), query, synchronize, timing.
+/* event.c — plain CUDA events: record (snapshot), query, synchronize, timing;
+ * and the exec's grt_stream_ops, which are these events behind stream ids.
  *
  * An event holds only its latest snapshot: (stream, seq) of its record marker
  * and a generation bumped per record. The marker stamps time_ns when it
@@ -183,7 +184,60 @@ grt_status grt_event_elapsed_time(grt_event *start, grt_event *end, float *ms) {
   return st;
 }
 
-/* ---- allocator hooks (callback-shaped; ctx is the exec) ---- */
+/* ---- grt_stream_ops over these events (ctx is the exec) ----
+ * An id is the address of a timing-disabled event the id owns. The ops only
+ * compose the public event calls above, so their validation is those calls'. */
+
+static grt_event *id_event(uint64_t id) { return (grt_event *)(uintptr_t)id; }
+
+/* GRT_ERR_WRONG_DEVICE for a valid event of another exec; anything else is
+ * left to the event call's own validation. */
+static grt_status foreign(void *ctx, const grt_event *ev) {
+  return ev && ev->magic == GRT__EVENT_MAGIC && ev->exec != ctx ? GRT_ERR_WRONG_DEVICE : GRT_OK;
+}
+
+static grt_status ops_record(void *ctx, grt_stream_id id, uint64_t *event) {
+  grt_exec *exec = ctx;
+  grt_stream *s;
+  grt_event *ev;
+  if (!event) return GRT_ERR_INVALID_ARG;
+  grt_status st = grt_exec_stream_from_id(exec, id, &s);
+  if (st || (st = grt_event_create(exec, GRT_EVENT_DISABLE_TIMING, &ev))) return st;
+  if ((st = grt_event_record(ev, s))) {
+    (void)grt_event_destroy(ev); /* just created by this thread: cannot fail */
+    return st;
+  }
+  *event = (uint64_t)(uintptr_t)ev;
+  return GRT_OK;
+}
+
+/* A failed query counts as done: the caller's deferred free must not hang. */
+static int ops_query(void *ctx, uint64_t event) {
+  grt_event *ev = id_event(event);
+  grt_status st = foreign(ctx, ev);
+  if (!st) st = grt_event_query(ev);
+  return st != GRT_ERR_NOT_READY;
+}
+
+/* The contract returns nothing: a failure is the exec's sticky error, which
+ * later calls report and which makes ops_query say done. */
+static void ops_synchronize(void *ctx, uint64_t event) {
+  (void)ctx;
+  (void)grt_event_synchronize(id_event(event));
+}
+
+static void ops_destroy(void *ctx, uint64_t event) {
+  grt_event *ev = id_event(event);
+  if (!foreign(ctx, ev)) (void)grt_event_destroy(ev); /* a destroyed id: nothing left to do */
+}
+
+grt_status grt_exec_stream_ops(grt_exec *exec, grt_stream_ops *out) {
+  if (!exec || exec->magic != GRT__EXEC_MAGIC || !out) return GRT_ERR_INVALID_ARG;
+  *out = (grt_stream_ops){exec, ops_record, ops_query, ops_synchronize, ops_destroy};
+  return GRT_OK;
+}
+
+/* ---- callback-shaped wrappers on void * events (ctx is the exec) ---- */
 
 grt_status grt_exec_cb_event_record(void *ctx, grt_stream_id id, void **event_out) {
   grt_exec *exec = ctx;

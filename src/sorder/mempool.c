@@ -72,30 +72,6 @@ void grt_mempool_config_default(grt_mempool_config *cfg) {
   cfg->reuse = GRT_REUSE_ALL;
 }
 
-/* ---- stream ops over the exec (record_stream) ---- */
-
-static grt_status ops_record(void *ctx, grt_stream_id stream, uint64_t *event) {
-  void *ev;
-  grt_status st = grt_exec_cb_event_record(ctx, stream, &ev);
-  if (!st) *event = (uint64_t)(uintptr_t)ev;
-  return st;
-}
-static int ops_query(void *ctx, uint64_t event) {
-  grt_status st = grt_exec_cb_event_query(ctx, (void *)(uintptr_t)event);
-  return st != GRT_ERR_NOT_READY; /* errors (sticky exec error) count as done: never hang */
-}
-static void ops_sync(void *ctx, uint64_t event) {
-  (void)ctx;
-  grt_event_synchronize((grt_event *)(uintptr_t)event);
-}
-static void ops_destroy(void *ctx, uint64_t event) { grt_exec_cb_event_release(ctx, (void *)(uintptr_t)event); }
-
-grt_status grt_exec_stream_ops(grt_exec *exec, grt_stream_ops *out) {
-  if (!exec || !out) return GRT_ERR_INVALID_ARG;
-  *out = (grt_stream_ops){exec, ops_record, ops_query, ops_sync, ops_destroy};
-  return GRT_OK;
-}
-
 /* ---- create / destroy ---- */
 
 grt_status grt_mempool_create(const grt_mempool_config *cfg, grt_mempool **out) {
@@ -112,10 +88,10 @@ grt_status grt_mempool_create(const grt_mempool_config *cfg, grt_mempool **out) 
   p->is_async = !strcmp(policy, "async");
   if (cfg->alloc) p->acfg = *cfg->alloc;
   else grt_alloc_config_default(&p->acfg);
-  grt_exec_stream_ops(cfg->exec, &p->ops);
-  p->acfg.stream_ops = &p->ops;
+  p->acfg.stream_ops = &p->ops; /* the exec's events serve record_stream */
   grt_device *dev;
-  grt_status st = grt_exec_get_device(cfg->exec, &dev);
+  grt_status st = grt_exec_stream_ops(cfg->exec, &p->ops);
+  if (!st) st = grt_exec_get_device(cfg->exec, &dev);
   if (!st && cfg->sorder) st = grt__sorder_attach(cfg->sorder, cfg->exec);
   if (!st) {
     p->so = cfg->sorder;

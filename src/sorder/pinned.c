@@ -49,9 +49,9 @@ grt_status grt_pinned_pool_create(const grt_pinned_config *cfg, grt_pinned_pool 
   dc.base_address = 0x7e0000000000ull; /* apart from the exec's device, for readable traces */
   grt_alloc_config ac;
   grt_alloc_config_default(&ac);
-  grt_exec_stream_ops(cfg->exec, &p->ops);
-  ac.stream_ops = &p->ops;
-  grt_status st = grt_device_create(&dc, &p->dev);
+  ac.stream_ops = &p->ops; /* the exec's events serve record_stream */
+  grt_status st = grt_exec_stream_ops(cfg->exec, &p->ops);
+  if (!st) st = grt_device_create(&dc, &p->dev);
   if (!st && (st = grt_alloc_create("caching", p->dev, &ac, &p->a))) grt_device_destroy(p->dev);
   if (st) {
     free(p);
