@@ -153,8 +153,9 @@ static void test_bad_input(void **state) {
   assert_int_equal(grt_exec_destroy(other), GRT_OK);
 }
 
-/* The allocator hooks work on stream ids and void * events. */
-static void test_allocator_hooks(void **state) {
+/* The exec's grt_stream_ops work on stream ids and opaque event ids; an id is
+ * a grt_event, so another stream can be ordered after it. */
+static void test_stream_ops(void **state) {
   grt_exec *exec = make_exec(clock_of(state), 0);
   grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "a");
   grt_stream *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "b");
@@ -166,22 +167,27 @@ static void test_allocator_hooks(void **state) {
   assert_int_equal(grt_exec_stream_from_id(exec, ida, &found), GRT_OK);
   assert_ptr_equal(found, a);
   assert_int_equal(grt_exec_stream_from_id(exec, 9999, &found), GRT_ERR_NOT_FOUND);
+  grt_stream_ops ops;
+  assert_int_equal(grt_exec_stream_ops(exec, &ops), GRT_OK);
+  assert_ptr_equal(ops.ctx, exec);
   grt_user_event *gate;
   assert_int_equal(grt_user_event_create(exec, "gate", &gate), GRT_OK);
   assert_int_equal(grt_stream_wait_user_event(a, gate, 1), GRT_OK);
-  void *ev = NULL;
-  assert_int_equal(grt_exec_cb_event_record(exec, ida, &ev), GRT_OK);
-  assert_int_equal(grt_exec_cb_event_query(exec, ev), GRT_ERR_NOT_READY);
-  assert_int_equal(grt_exec_cb_stream_wait(exec, idb, ev), GRT_OK);
+  uint64_t ev = 0;
+  assert_int_equal(ops.record_event(ops.ctx, ida, &ev), GRT_OK);
+  assert_int_equal(ops.event_query(ops.ctx, ev), 0);
+  assert_int_equal(grt_stream_wait_event(b, (grt_event *)(uintptr_t)ev), GRT_OK);
   assert_int_equal(grt_stream_query(b), GRT_ERR_NOT_READY);
   assert_int_equal(grt_user_event_signal(gate, 1), GRT_OK);
   assert_int_equal(grt_stream_synchronize(b), GRT_OK);
-  assert_int_equal(grt_exec_cb_event_query(exec, ev), GRT_OK);
-  assert_int_equal(grt_exec_cb_event_release(exec, ev), GRT_OK);
+  assert_int_equal(ops.event_query(ops.ctx, ev), 1);
+  ops.event_synchronize(ops.ctx, ev); /* complete: returns at once */
+  ops.event_destroy(ops.ctx, ev);
+  assert_int_equal(grt_event_query((grt_event *)(uintptr_t)ev), GRT_ERR_DESTROYED);
   grt_user_event_destroy(gate);
   grt_stream_destroy(a);
   grt_stream_destroy(b);
-  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK); /* no event of the ops is left alive */
 }
 
 typedef struct uev_wait_arg {
@@ -278,7 +284,7 @@ int main(void) {
       BOTH_CLOCKS(test_host_slot_cycle),
       cmocka_unit_test(test_virtual_host_stall_kinds),
       BOTH_CLOCKS(test_bad_input),
-      BOTH_CLOCKS(test_allocator_hooks),
+      BOTH_CLOCKS(test_stream_ops),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

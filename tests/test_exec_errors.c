@@ -227,11 +227,23 @@ static void test_children_args(void **state) {
     assert_int_equal(grt_event_synchronize(e2), GRT_OK);
     assert_int_equal(grt_event_elapsed_ns(e, e2, &ns), GRT_OK);
     assert_true(ns >= 0);
-    /* the allocator hooks */
-    void *hev = NULL;
-    assert_int_equal(grt_exec_cb_event_record(exec, 0, NULL), GRT_ERR_INVALID_ARG);
-    assert_int_equal(grt_exec_cb_event_record(exec, 9999, &hev), GRT_ERR_NOT_FOUND);
-    assert_int_equal(grt_exec_cb_stream_wait(exec, 9999, e), GRT_ERR_NOT_FOUND);
+    /* the completion interface (grt_stream_ops): a refused record writes nothing */
+    grt_stream_ops ops;
+    uint64_t hev = 77;
+    assert_int_equal(grt_exec_stream_ops(NULL, &ops), GRT_ERR_INVALID_ARG);
+    assert_int_equal(grt_exec_stream_ops((grt_exec *)junk, &ops), GRT_ERR_INVALID_ARG);
+    assert_int_equal(grt_exec_stream_ops(exec, NULL), GRT_ERR_INVALID_ARG);
+    assert_int_equal(grt_exec_stream_ops(exec, &ops), GRT_OK);
+    assert_int_equal(ops.record_event(ops.ctx, 0, NULL), GRT_ERR_INVALID_ARG);
+    assert_int_equal(ops.record_event(NULL, 0, &hev), GRT_ERR_INVALID_ARG);
+    assert_int_equal(ops.record_event(junk, 0, &hev), GRT_ERR_INVALID_ARG);
+    assert_int_equal(ops.record_event(ops.ctx, 9999, &hev), GRT_ERR_NOT_FOUND);
+    assert_int_equal(hev, 77);
+    /* another exec's event: the query says done (a free never hangs on it), the destroy leaves it */
+    uint64_t oid = (uint64_t)(uintptr_t)oe;
+    assert_int_equal(ops.event_query(ops.ctx, oid), 1);
+    ops.event_destroy(ops.ctx, oid);
+    assert_int_equal(grt_event_synchronize(oe), GRT_OK);
     /* user events */
     grt_user_event *u = NULL, *ou = NULL;
     uint64_t v = 0;
