@@ -53,10 +53,10 @@ static void test_event_snapshot(void **state) {
   assert_int_equal(grt_event_synchronize(e), GRT_OK);
   assert_int_equal(log_pos(&log, 2), 2);
   assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
-  grt_event_destroy(e);
-  grt_user_event_destroy(gate);
-  grt_stream_destroy(s1);
-  grt_stream_destroy(s2);
+  assert_int_equal(grt_event_destroy(e), GRT_OK);
+  assert_int_equal(grt_user_event_destroy(gate), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s1), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s2), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -99,10 +99,10 @@ static void test_legacy_stream(void **state) {
   assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
   assert_int_equal(atomic_load(&log.n), 6);
   assert_int_equal(grt_stream_destroy(leg), GRT_ERR_NOT_PERMITTED);
-  grt_user_event_destroy(gate);
-  grt_user_event_destroy(gate2);
-  grt_stream_destroy(s);
-  grt_stream_destroy(nb);
+  assert_int_equal(grt_user_event_destroy(gate), GRT_OK);
+  assert_int_equal(grt_user_event_destroy(gate2), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
+  assert_int_equal(grt_stream_destroy(nb), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -130,8 +130,8 @@ static void test_per_thread_stream(void **state) {
   assert_int_equal(grt_stream_synchronize(leg), GRT_OK);
   assert_true(log_pos(&log, 1) < log_pos(&log, 3));
   assert_int_equal(grt_stream_destroy(pt), GRT_ERR_NOT_PERMITTED);
-  grt_user_event_destroy(gate);
-  grt_stream_destroy(s);
+  assert_int_equal(grt_user_event_destroy(gate), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -167,12 +167,12 @@ static void test_event_timing(void **state) {
   assert_int_equal(grt_user_event_signal(gate, 1), GRT_OK);
   assert_int_equal(grt_event_synchronize(b), GRT_OK);
   assert_int_equal(grt_event_elapsed_ns(a, b, &ns), GRT_OK);
-  grt_event_destroy(a);
-  grt_event_destroy(b);
-  grt_event_destroy(never);
-  grt_event_destroy(notime);
-  grt_user_event_destroy(gate);
-  grt_stream_destroy(s);
+  assert_int_equal(grt_event_destroy(a), GRT_OK);
+  assert_int_equal(grt_event_destroy(b), GRT_OK);
+  assert_int_equal(grt_event_destroy(never), GRT_OK);
+  assert_int_equal(grt_event_destroy(notime), GRT_OK);
+  assert_int_equal(grt_user_event_destroy(gate), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -220,10 +220,10 @@ static void test_memory_ops(void **state) {
   assert_int_equal(grt_memset_async(s, 12345, 0, 1), GRT_ERR_UNKNOWN_POINTER);
   assert_int_equal(grt_memcpy_h2d_async(s, a, NULL, 1), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_memcpy_h2d_async(s, a, in, 0), GRT_OK);
-  grt_device_free(dev, a);
-  grt_device_free(dev, b);
-  grt_device_free(dev, c);
-  grt_stream_destroy(s);
+  assert_int_equal(grt_device_free(dev, a), GRT_OK);
+  assert_int_equal(grt_device_free(dev, b), GRT_OK);
+  assert_int_equal(grt_device_free(dev, c), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -258,8 +258,8 @@ static void test_host_func_not_permitted(void **state) {
   assert_int_equal(h.dev_st, GRT_ERR_NOT_PERMITTED);
   assert_int_equal(h.ev_st, GRT_ERR_NOT_PERMITTED);
   assert_int_equal(grt_exec_get_error(exec, NULL, 0), GRT_OK);
-  grt_event_destroy(ev);
-  grt_stream_destroy(s);
+  assert_int_equal(grt_event_destroy(ev), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -291,9 +291,9 @@ static void test_kernel_body_not_permitted(void **state) {
     assert_int_equal(h[i].ev_st, GRT_ERR_NOT_PERMITTED);
   }
   assert_int_equal(grt_exec_get_error(exec, NULL, 0), GRT_OK);
-  grt_event_destroy(ev);
-  grt_stream_destroy(a);
-  grt_stream_destroy(b);
+  assert_int_equal(grt_event_destroy(ev), GRT_OK);
+  assert_int_equal(grt_stream_destroy(a), GRT_OK);
+  assert_int_equal(grt_stream_destroy(b), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -322,7 +322,7 @@ static void test_destroy_with_pending_work(void **state) {
   assert_int_equal(atomic_load(&count), 5);
   assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
   assert_int_equal(grt_user_event_destroy(gate), GRT_OK);
-  grt_event_destroy(done);
+  assert_int_equal(grt_event_destroy(done), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -360,11 +360,11 @@ static void test_priority(void **state) {
   assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
   assert_int_equal(log.items[0], 2);
   assert_int_equal(log.items[1], 1);
-  grt_user_event_destroy(gate);
-  grt_event_destroy(opened);
-  grt_stream_destroy(lo);
-  grt_stream_destroy(hi);
-  grt_stream_destroy(gate_s);
+  assert_int_equal(grt_user_event_destroy(gate), GRT_OK);
+  assert_int_equal(grt_event_destroy(opened), GRT_OK);
+  assert_int_equal(grt_stream_destroy(lo), GRT_OK);
+  assert_int_equal(grt_stream_destroy(hi), GRT_OK);
+  assert_int_equal(grt_stream_destroy(gate_s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -392,10 +392,10 @@ static void test_event_cycle_no_deadlock(void **state) {
   assert_int_equal(grt_launch_kernel(b, &k), GRT_OK);
   assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
   assert_int_equal(atomic_load(&count), 4);
-  grt_event_destroy(ea);
-  grt_event_destroy(eb);
-  grt_stream_destroy(a);
-  grt_stream_destroy(b);
+  assert_int_equal(grt_event_destroy(ea), GRT_OK);
+  assert_int_equal(grt_event_destroy(eb), GRT_OK);
+  assert_int_equal(grt_stream_destroy(a), GRT_OK);
+  assert_int_equal(grt_stream_destroy(b), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 

@@ -159,7 +159,7 @@ typedef enum rule {
 /* Performs the illegal call; returns its status. */
 static grt_status illegal_call(fixture *f, rule r, grt_devptr spare) {
   grt_stream *leg;
-  grt_exec_legacy_stream(f->exec, &leg);
+  assert_int_equal(grt_exec_legacy_stream(f->exec, &leg), GRT_OK);
   grt_kernel_desc d = {log_body, &f->a[5], 0, GRT_ENGINE_COMPUTE, NULL};
   grt_devptr p;
   int64_t ns;
@@ -176,21 +176,21 @@ static grt_status illegal_call(fixture *f, rule r, grt_devptr spare) {
     case R_DEVICE_FREE: return grt_exec_device_free(f->exec, spare);
     case R_ISOLATION: { /* s2 waits on an event recorded outside the capture */
       grt_event *out;
-      grt_event_create(f->exec, 0, &out);
-      grt_event_record(out, f->s2);
+      assert_int_equal(grt_event_create(f->exec, 0, &out), GRT_OK);
+      assert_int_equal(grt_event_record(out, f->s2), GRT_OK);
       grt_status st = grt_stream_wait_event(f->s, out);
-      grt_event_destroy(out);
+      assert_int_equal(grt_event_destroy(out), GRT_OK);
       return st;
     }
     case R_USER_EVENT: {
       grt_user_event *u;
-      grt_user_event_create(f->exec, "u", &u);
+      assert_int_equal(grt_user_event_create(f->exec, "u", &u), GRT_OK);
       grt_status st = grt_stream_wait_user_event(f->s, u, 1);
-      grt_user_event_destroy(u);
+      assert_int_equal(grt_user_event_destroy(u), GRT_OK);
       return st;
     }
     case R_FORKED_SYNC: /* s2 joined the capture by a fork */
-      grt_stream_wait_event(f->s2, f->e);
+      assert_int_equal(grt_stream_wait_event(f->s2, f->e), GRT_OK);
       return grt_stream_synchronize(f->s2);
     default: return GRT_ERR_INTERNAL;
   }
@@ -245,7 +245,7 @@ typedef struct other_call {
 static void *other_thread(void *p) {
   other_call *c = p;
   if (c->end) c->st = grt_stream_end_capture(c->f->s, &c->g);
-  else if (!(c->st = grt_exec_device_malloc(c->f->exec, 4096, &c->p))) grt_exec_device_free(c->f->exec, c->p);
+  else if (!(c->st = grt_exec_device_malloc(c->f->exec, 4096, &c->p))) c->st = grt_exec_device_free(c->f->exec, c->p);
   return NULL;
 }
 

@@ -57,10 +57,10 @@ static void test_capture_args_and_invalidation(void **state) {
   assert_int_equal(cs, GRT_CAPTURE_STATUS_NONE);
   assert_int_equal(grt_stream_end_capture(s, &g), GRT_ERR_STATE); /* over */
   assert_int_equal(grt_stream_synchronize(t), GRT_OK);
-  grt_event_destroy(e0);
-  grt_event_destroy(e1);
-  grt_stream_destroy(s);
-  grt_stream_destroy(t);
+  assert_int_equal(grt_event_destroy(e0), GRT_OK);
+  assert_int_equal(grt_event_destroy(e1), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
+  assert_int_equal(grt_stream_destroy(t), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -83,8 +83,8 @@ static grt_graph *capture_two(grt_exec *exec, grt_stream *s, grt_stream *t, bool
   }
   grt_graph *g = NULL;
   assert_int_equal(grt_stream_end_capture(s, &g), GRT_OK);
-  grt_event_destroy(fork);
-  grt_event_destroy(join);
+  assert_int_equal(grt_event_destroy(fork), GRT_OK);
+  assert_int_equal(grt_event_destroy(join), GRT_OK);
   return g;
 }
 
@@ -140,15 +140,15 @@ static void test_update_refusals(void **state) {
   assert_int_equal(pool, 512);
   assert_int_equal(grt_graph_exec_destroy(gm), GRT_OK);
   assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
-  grt_graph_destroy(chain);
-  grt_graph_destroy(parallel);
-  grt_graph_destroy(mem);
-  grt_graph_destroy(foreign);
-  grt_stream_destroy(os);
-  grt_stream_destroy(ot);
+  assert_int_equal(grt_graph_destroy(chain), GRT_OK);
+  assert_int_equal(grt_graph_destroy(parallel), GRT_OK);
+  assert_int_equal(grt_graph_destroy(mem), GRT_OK);
+  assert_int_equal(grt_graph_destroy(foreign), GRT_OK);
+  assert_int_equal(grt_stream_destroy(os), GRT_OK);
+  assert_int_equal(grt_stream_destroy(ot), GRT_OK);
   assert_int_equal(grt_exec_destroy(other), GRT_OK);
-  grt_stream_destroy(s);
-  grt_stream_destroy(t);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
+  assert_int_equal(grt_stream_destroy(t), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -170,9 +170,9 @@ static void test_graphs_after_sticky_error(void **state) {
   assert_int_equal(grt_graph_instantiate(g, &ge), GRT_ERR_DEADLOCK);
   assert_null(ge);
   assert_int_equal(grt_graph_destroy(g), GRT_OK);
-  grt_user_event_destroy(u);
-  grt_stream_destroy(s);
-  grt_stream_destroy(t);
+  assert_int_equal(grt_user_event_destroy(u), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
+  assert_int_equal(grt_stream_destroy(t), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 

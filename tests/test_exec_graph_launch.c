@@ -53,9 +53,9 @@ static void test_launch_order(void **state) {
   assert_int_equal(k, 3);
   assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
   assert_int_equal(grt_graph_launch(ge, s1), GRT_ERR_DESTROYED);
-  grt_user_event_destroy(gate);
-  grt_stream_destroy(s1);
-  grt_stream_destroy(s2);
+  assert_int_equal(grt_user_event_destroy(gate), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s1), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s2), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -97,12 +97,12 @@ static void test_update(void **state) {
   assert_int_equal(grt_graph_destroy(g2), GRT_OK);
   assert_int_equal(grt_graph_exec_update(ge, g2, &r), GRT_ERR_DESTROYED);
   assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
-  grt_graph_destroy(g1);
-  grt_graph_destroy(g3);
-  grt_graph_destroy(g4);
-  grt_exec_device_free(exec, buf);
-  grt_user_event_destroy(gate);
-  grt_stream_destroy(s);
+  assert_int_equal(grt_graph_destroy(g1), GRT_OK);
+  assert_int_equal(grt_graph_destroy(g3), GRT_OK);
+  assert_int_equal(grt_graph_destroy(g4), GRT_OK);
+  assert_int_equal(grt_exec_device_free(exec, buf), GRT_OK);
+  assert_int_equal(grt_user_event_destroy(gate), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -178,8 +178,8 @@ static void test_memory_nodes(void **state) {
   grt_device_stats ds;
   assert_int_equal(grt_device_get_stats(dev, &ds), GRT_OK);
   assert_int_equal(ds.segments, 0);
-  grt_user_event_destroy(gate);
-  grt_stream_destroy(s);
+  assert_int_equal(grt_user_event_destroy(gate), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -222,8 +222,8 @@ static void test_bad_input(void **state) {
   assert_int_equal(grt_graph_exec_destroy(ge), GRT_ERR_DESTROYED);
   assert_int_equal(grt_graph_exec_destroy(NULL), GRT_OK);
   assert_int_equal(grt_graph_destroy(NULL), GRT_OK);
-  grt_stream_destroy(s);
-  grt_stream_destroy(so);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
+  assert_int_equal(grt_stream_destroy(so), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
   assert_int_equal(grt_exec_destroy(other), GRT_OK);
 }
@@ -250,7 +250,7 @@ static void test_sticky_error_in_graph(void **state) {
   assert_int_equal(atomic_load(&log.n), 0); /* the kernel after the failed memset never ran */
   assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
   assert_int_equal(grt_graph_destroy(g), GRT_OK);
-  grt_stream_destroy(s);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -292,7 +292,7 @@ static void test_timeline_nested(void **state) {
   free(buf);
   assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
   assert_int_equal(grt_graph_destroy(g), GRT_OK);
-  grt_stream_destroy(s);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 

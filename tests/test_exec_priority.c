@@ -32,8 +32,8 @@ static void test_range_and_clamp(void **state) {
   assert_int_equal(p, -5);
   assert_int_equal(grt_stream_get_priority(b, &p), GRT_OK);
   assert_int_equal(p, 0);
-  grt_stream_destroy(a);
-  grt_stream_destroy(b);
+  assert_int_equal(grt_stream_destroy(a), GRT_OK);
+  assert_int_equal(grt_stream_destroy(b), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -47,10 +47,10 @@ static void run_virtual(uint64_t b_ns, uint64_t ready, int graph, int64_t want_b
   assert_int_equal(grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &lo), GRT_OK);
   assert_int_equal(grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, -5, &hi), GRT_OK);
   grt_event *e0, *eb, *eh, *el;
-  grt_event_create(exec, 0, &e0);
-  grt_event_create(exec, 0, &eb);
-  grt_event_create(exec, 0, &eh);
-  grt_event_create(exec, 0, &el);
+  assert_int_equal(grt_event_create(exec, 0, &e0), GRT_OK);
+  assert_int_equal(grt_event_create(exec, 0, &eb), GRT_OK);
+  assert_int_equal(grt_event_create(exec, 0, &eh), GRT_OK);
+  assert_int_equal(grt_event_create(exec, 0, &el), GRT_OK);
   order_log log = {0};
   log_arg ab = {&log, 'B'}, ah = {&log, 'H'}, al = {&log, 'L'};
   grt_graph *g = NULL;
@@ -84,16 +84,16 @@ static void run_virtual(uint64_t b_ns, uint64_t ready, int graph, int64_t want_b
   assert_int_equal(log.items[1], 'H');
   assert_int_equal(log.items[2], 'L');
   if (graph) {
-    grt_graph_exec_destroy(ge);
-    grt_graph_destroy(g);
+    assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
+    assert_int_equal(grt_graph_destroy(g), GRT_OK);
   }
-  grt_event_destroy(e0);
-  grt_event_destroy(eb);
-  grt_event_destroy(eh);
-  grt_event_destroy(el);
-  grt_stream_destroy(x);
-  grt_stream_destroy(lo);
-  grt_stream_destroy(hi);
+  assert_int_equal(grt_event_destroy(e0), GRT_OK);
+  assert_int_equal(grt_event_destroy(eb), GRT_OK);
+  assert_int_equal(grt_event_destroy(eh), GRT_OK);
+  assert_int_equal(grt_event_destroy(el), GRT_OK);
+  assert_int_equal(grt_stream_destroy(x), GRT_OK);
+  assert_int_equal(grt_stream_destroy(lo), GRT_OK);
+  assert_int_equal(grt_stream_destroy(hi), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -138,9 +138,9 @@ static void test_threads_order(void **state) {
   assert_int_equal(atomic_load(&log.n), 4);
   assert_int_equal(log.items[0], 'B');
   assert_int_equal(log.items[1], 'H');
-  grt_stream_destroy(x);
-  grt_stream_destroy(lo);
-  grt_stream_destroy(hi);
+  assert_int_equal(grt_stream_destroy(x), GRT_OK);
+  assert_int_equal(grt_stream_destroy(lo), GRT_OK);
+  assert_int_equal(grt_stream_destroy(hi), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 

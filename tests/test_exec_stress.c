@@ -122,8 +122,8 @@ static void run_dag(grt_clock_kind clock, uint64_t seed, int n_ops) {
       if (d->ops[o->preds[i]].stamp >= o->stamp)
         fail_msg("op %d ran before its predecessor %d (seed %llu)", k, o->preds[i], (unsigned long long)seed);
   }
-  for (int i = 0; i < EVENTS; i++) grt_event_destroy(ev[i]);
-  for (int i = 0; i < STREAMS; i++) grt_stream_destroy(s[i]);
+  for (int i = 0; i < EVENTS; i++) assert_int_equal(grt_event_destroy(ev[i]), GRT_OK);
+  for (int i = 0; i < STREAMS; i++) assert_int_equal(grt_stream_destroy(s[i]), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
   free(d);
   free(args);
@@ -139,7 +139,12 @@ typedef struct thread_arg {
   grt_exec *exec;
   int id;
   _Atomic int *total;
+  grt_status st; /* the thread's first failure (cmocka asserts only on the main thread) */
 } thread_arg;
+
+static void keep_first(grt_status *first, grt_status st) {
+  if (*first == GRT_OK) *first = st;
+}
 
 static void count_body(void *p) { atomic_fetch_add((_Atomic int *)p, 1); }
 
@@ -147,22 +152,22 @@ static void *issuer(void *p) {
   thread_arg *t = p;
   grt_stream *s, *pt;
   grt_event *e;
-  if (grt_stream_create(t->exec, GRT_STREAM_NON_BLOCKING, 0, &s) || grt_event_create(t->exec, 0, &e) ||
-      grt_exec_per_thread_stream(t->exec, &pt))
+  if ((t->st = grt_stream_create(t->exec, GRT_STREAM_NON_BLOCKING, 0, &s)) ||
+      (t->st = grt_event_create(t->exec, 0, &e)) || (t->st = grt_exec_per_thread_stream(t->exec, &pt)))
     return NULL;
   grt_kernel_desc k = {count_body, t->total, 0, GRT_ENGINE_COMPUTE, NULL};
   for (int i = 0; i < 200; i++) {
-    grt_launch_kernel(i % 2 ? s : pt, &k);
+    keep_first(&t->st, grt_launch_kernel(i % 2 ? s : pt, &k));
     if (i % 10 == 0) {
-      grt_event_record(e, s);
-      grt_stream_wait_event(pt, e);
+      keep_first(&t->st, grt_event_record(e, s));
+      keep_first(&t->st, grt_stream_wait_event(pt, e));
     }
-    if (i % 50 == 0) grt_event_synchronize(e);
+    if (i % 50 == 0) keep_first(&t->st, grt_event_synchronize(e));
   }
-  grt_stream_synchronize(s);
-  grt_stream_synchronize(pt);
-  grt_event_destroy(e);
-  grt_stream_destroy(s);
+  keep_first(&t->st, grt_stream_synchronize(s));
+  keep_first(&t->st, grt_stream_synchronize(pt));
+  keep_first(&t->st, grt_event_destroy(e));
+  keep_first(&t->st, grt_stream_destroy(s));
   return NULL;
 }
 
@@ -173,10 +178,13 @@ static void test_concurrent_issuers(void **state) {
   pthread_t th[4];
   thread_arg ta[4];
   for (int i = 0; i < 4; i++) {
-    ta[i] = (thread_arg){exec, i, &total};
+    ta[i] = (thread_arg){exec, i, &total, GRT_OK};
     assert_int_equal(pthread_create(&th[i], NULL, issuer, &ta[i]), 0);
   }
-  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    assert_int_equal(ta[i].st, GRT_OK);
+  }
   assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
   assert_int_equal(atomic_load(&total), 800);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);

@@ -164,7 +164,7 @@ static void test_escaping(void **state) {
   assert_non_null(strstr(json, "we\\\"ird\\\\name\\u000a\\u0009\\u0001"));
   assert_non_null(strstr(json, "k\\\"1\\\\"));
   free(json);
-  grt_stream_destroy(s);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -233,7 +233,7 @@ static void test_timeline_io_and_host_delay(void **state) {
   assert_int_equal(grt_launch_host_func(s, delay_in_body, &d), GRT_OK);
   assert_int_equal(grt_stream_synchronize(s), GRT_OK);
   assert_int_equal(d.st, GRT_ERR_NOT_PERMITTED);
-  grt_stream_destroy(s);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 

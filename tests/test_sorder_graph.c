@@ -50,7 +50,7 @@ static void test_capture_malloc_async_becomes_nodes(void **state) {
   assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
   assert_int_equal(grt_graph_destroy(g), GRT_OK);
   assert_int_equal(grt_mempool_destroy(pool), GRT_OK);
-  grt_stream_destroy(s);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 

@@ -100,7 +100,7 @@ static void run_case(grt_clock_kind clock, const dag_case *dc) {
   if ((total > 0) != dc->racy) {
     print_message("case '%s': expected %s, got %llu reports\n", dc->name, dc->racy ? "a race" : "none",
                   (unsigned long long)total);
-    grt_sorder_print_reports(so, stderr);
+    assert_int_equal(grt_sorder_print_reports(so, stderr), GRT_OK);
     fail();
   }
   if (dc->racy) {
@@ -112,8 +112,8 @@ static void run_case(grt_clock_kind clock, const dag_case *dc) {
   }
   assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
   for (int i = 0; i < 2; i++) assert_int_equal(grt_device_free(dev, buf[i]), GRT_OK);
-  for (int i = 0; i < 3; i++) grt_event_destroy(ev[i]);
-  for (int i = 0; i < 4; i++) grt_stream_destroy(s[i]);
+  for (int i = 0; i < 3; i++) assert_int_equal(grt_event_destroy(ev[i]), GRT_OK);
+  for (int i = 0; i < 4; i++) assert_int_equal(grt_stream_destroy(s[i]), GRT_OK);
   assert_int_equal(grt_sorder_destroy(so), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
@@ -152,8 +152,8 @@ static void fx_fini(fixture *f) {
   assert_int_equal(grt_sorder_destroy(f->so), GRT_ERR_BUSY); /* the pool still uses it */
   assert_int_equal(grt_mempool_destroy(f->pool), GRT_OK);
   assert_int_equal(grt_sorder_destroy(f->so), GRT_OK);
-  grt_stream_destroy(f->a);
-  grt_stream_destroy(f->b);
+  assert_int_equal(grt_stream_destroy(f->a), GRT_OK);
+  assert_int_equal(grt_stream_destroy(f->b), GRT_OK);
   assert_int_equal(grt_exec_destroy(f->exec), GRT_OK);
 }
 
@@ -330,7 +330,7 @@ static void test_poison_without_sanitizer(void **state) {
   assert_int_equal(grt_sorder_get_report(so, 1, &r), GRT_OK);
   assert_int_equal(r.buffer, y);
   assert_string_equal(r.access.op, "tail reader");
-  grt_stream_destroy(a);
+  assert_int_equal(grt_stream_destroy(a), GRT_OK);
   assert_int_equal(grt_mempool_destroy(pool), GRT_OK);
   assert_int_equal(grt_sorder_destroy(so), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);

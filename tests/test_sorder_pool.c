@@ -53,8 +53,8 @@ static grt_mempool_counters counters(grt_mempool *p) {
 static void teardown(grt_exec *exec, grt_mempool *p, grt_stream *a, grt_stream *c) {
   assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
   assert_int_equal(grt_mempool_destroy(p), GRT_OK);
-  grt_stream_destroy(a);
-  grt_stream_destroy(c);
+  assert_int_equal(grt_stream_destroy(a), GRT_OK);
+  assert_int_equal(grt_stream_destroy(c), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 

@@ -58,7 +58,8 @@ static void *worker_main(void *p) {
     if ((w->st = grt_sorder_stream_synchronize(w->so, w->streams[a]))) break;
     if (i % 50 == 49) w->st = grt_mempool_synchronize(w->pool);
   }
-  grt_event_destroy(ev);
+  grt_status st = grt_event_destroy(ev);
+  if (w->st == GRT_OK) w->st = st;
   return NULL;
 }
 
@@ -99,7 +100,7 @@ static void test_stress(void **state) {
   size_t kept;
   uint64_t total;
   assert_int_equal(grt_sorder_report_count(so, &kept, &total), GRT_OK);
-  if (total) grt_sorder_print_reports(so, stderr);
+  if (total) assert_int_equal(grt_sorder_print_reports(so, stderr), GRT_OK);
   assert_int_equal(total, 0);
   grt_mempool_counters k;
   assert_int_equal(grt_mempool_get_counters(pool, &k), GRT_OK);
@@ -115,7 +116,7 @@ static void test_stress(void **state) {
   assert_int_equal(grt_alloc_check(al, msg, sizeof msg), GRT_OK);
   assert_int_equal(grt_mempool_destroy(pool), GRT_OK);
   assert_int_equal(grt_sorder_destroy(so), GRT_OK);
-  for (int i = 0; i < 4; i++) grt_stream_destroy(s[i]);
+  for (int i = 0; i < 4; i++) assert_int_equal(grt_stream_destroy(s[i]), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
