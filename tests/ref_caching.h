@@ -188,7 +188,7 @@ static void ref_release_segment(ref_caching *r, size_t si) {
 
 static void ref_destroy(ref_caching *r) {
   while (r->n_segs) {
-    grt_device_free(r->dev, r->segs[0].base);
+    if (grt_device_free(r->dev, r->segs[0].base) != GRT_OK) abort();
     free(r->segs[0].blocks);
     memmove(&r->segs[0], &r->segs[1], (r->n_segs - 1) * sizeof *r->segs);
     r->n_segs--;

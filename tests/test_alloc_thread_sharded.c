@@ -27,7 +27,7 @@ static void run_sequence(grt_allocator *a, grt_stream_id stream, grt_devptr *tra
     }
   }
   for (int k = 0; k < 64; k++)
-    if (live[k]) grt_alloc_free(a, live[k]);
+    if (live[k]) assert_int_equal(grt_alloc_free(a, live[k]), GRT_OK);
 }
 
 static void test_single_stream_same_decisions(void **state) {

@@ -100,9 +100,9 @@ static void test_split_accounting(void **state) {
   s = stats_of(fx.a);
   assert_int_equal(s.reserved_bytes[GRT_STAT_SMALL_POOL].current, 2 * MiB);
   assert_int_equal(s.inactive_split_bytes[GRT_STAT_SMALL_POOL].current, 2 * MiB - 1024);
-  grt_alloc_free(fx.a, t);
-  grt_alloc_free(fx.a, r);
-  grt_alloc_free(fx.a, q);
+  assert_int_equal(grt_alloc_free(fx.a, t), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, r), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, q), GRT_OK);
   drop_fixture(&fx);
 }
 
@@ -115,7 +115,7 @@ static void test_large_no_split_small_remainder(void **state) {
   assert_int_equal(s.allocated_bytes[GRT_STAT_ALL].current, 20 * MiB); /* internal waste counted */
   assert_int_equal(s.requested_bytes[GRT_STAT_ALL].current, 19 * MiB + 512);
   assert_int_equal(s.inactive_split[GRT_STAT_ALL].current, 0);
-  grt_alloc_free(fx.a, p);
+  assert_int_equal(grt_alloc_free(fx.a, p), GRT_OK);
   drop_fixture(&fx);
 }
 
@@ -127,24 +127,24 @@ static void test_cross_stream_sync_counted(void **state) {
   c.cross_stream = GRT_CROSS_STREAM_WITH_EVENT;
   fixture fx = make_fixture("caching", GRT_GiB, &c);
   grt_devptr p = must_malloc(fx.a, 4096, 1);
-  grt_alloc_free(fx.a, p);
+  assert_int_equal(grt_alloc_free(fx.a, p), GRT_OK);
   grt_devptr q = must_malloc(fx.a, 4096, 2);
   assert_int_equal(q, p);
   grt_alloc_stats s = stats_of(fx.a);
   assert_int_equal(s.cross_stream_syncs, 1);
   assert_int_equal(s.num_device_alloc, 1);
-  grt_alloc_free(fx.a, q);
+  assert_int_equal(grt_alloc_free(fx.a, q), GRT_OK);
   drop_fixture(&fx);
   /* PyTorch's default never reuses across streams: a new segment instead. */
   fx = make_fixture("caching", GRT_GiB, NULL);
   p = must_malloc(fx.a, 4096, 1);
-  grt_alloc_free(fx.a, p);
+  assert_int_equal(grt_alloc_free(fx.a, p), GRT_OK);
   q = must_malloc(fx.a, 4096, 2);
   assert_int_not_equal(q, p);
   s = stats_of(fx.a);
   assert_int_equal(s.cross_stream_syncs, 0);
   assert_int_equal(s.num_device_alloc, 2);
-  grt_alloc_free(fx.a, q);
+  assert_int_equal(grt_alloc_free(fx.a, q), GRT_OK);
   drop_fixture(&fx);
 }
 
@@ -157,12 +157,12 @@ static void test_same_stream_preferred(void **state) {
   fixture fx = make_fixture("caching", GRT_GiB, &c);
   grt_devptr a2 = must_malloc(fx.a, 30 * MiB, 2); /* 30 MiB segment on stream 2 */
   grt_devptr a1 = must_malloc(fx.a, 12 * MiB, 1); /* 12 MiB segment on stream 1 */
-  grt_alloc_free(fx.a, a1);
-  grt_alloc_free(fx.a, a2);
+  assert_int_equal(grt_alloc_free(fx.a, a1), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, a2), GRT_OK);
   grt_devptr b = must_malloc(fx.a, 12 * MiB, 2);
   assert_int_equal(b, a2); /* stream 2's own block, although stream 1's fits exactly */
   assert_int_equal(stats_of(fx.a).cross_stream_syncs, 0);
-  grt_alloc_free(fx.a, b);
+  assert_int_equal(grt_alloc_free(fx.a, b), GRT_OK);
   drop_fixture(&fx);
 }
 
@@ -172,7 +172,7 @@ static void test_reserved_vs_allocated(void **state) {
   fixture fx = make_fixture("caching", GRT_GiB, NULL);
   grt_devptr p[10];
   for (int i = 0; i < 10; i++) p[i] = must_malloc(fx.a, 8 * MiB, 0);
-  for (int i = 0; i < 10; i++) grt_alloc_free(fx.a, p[i]);
+  for (int i = 0; i < 10; i++) assert_int_equal(grt_alloc_free(fx.a, p[i]), GRT_OK);
   grt_alloc_stats s = stats_of(fx.a);
   assert_int_equal(s.allocated_bytes[GRT_STAT_ALL].current, 0);
   assert_int_equal(s.allocated_bytes[GRT_STAT_ALL].peak, 80 * MiB);
@@ -193,7 +193,7 @@ static void test_flush_and_retry_on_oom(void **state) {
   (void)state;
   fixture fx = make_fixture("caching", 40 * MiB, NULL);
   grt_devptr p = must_malloc(fx.a, 5 * MiB, 0); /* 20 MiB segment */
-  grt_alloc_free(fx.a, p);
+  assert_int_equal(grt_alloc_free(fx.a, p), GRT_OK);
   grt_devptr q = must_malloc(fx.a, 30 * MiB, 0); /* needs the cached 20 MiB back */
   grt_alloc_stats s = stats_of(fx.a);
   assert_int_equal(s.num_alloc_retries, 1);
@@ -201,7 +201,7 @@ static void test_flush_and_retry_on_oom(void **state) {
   assert_int_equal(s.num_ooms, 0);
   assert_int_equal(s.reserved_bytes[GRT_STAT_ALL].current, 30 * MiB);
   assert_int_equal(q, p); /* first fit on the emptied device */
-  grt_alloc_free(fx.a, q);
+  assert_int_equal(grt_alloc_free(fx.a, q), GRT_OK);
   drop_fixture(&fx);
 }
 
@@ -219,7 +219,7 @@ static void test_oom_message(void **state) {
   assert_int_equal(s.num_ooms, 1);
   assert_int_equal(s.num_alloc_retries, 1);
   assert_consistent(fx.a);
-  grt_alloc_free(fx.a, p);
+  assert_int_equal(grt_alloc_free(fx.a, p), GRT_OK);
   drop_fixture(&fx);
 }
 
@@ -230,12 +230,12 @@ static void test_split_block_not_returnable(void **state) {
   grt_devptr p = must_malloc(fx.a, 5 * MiB, 0);
   grt_devptr q = must_malloc(fx.a, 5 * MiB, 0); /* same segment */
   assert_int_equal(q, p + 5 * MiB);
-  grt_alloc_free(fx.a, p);
-  grt_alloc_empty_cache(fx.a);
+  assert_int_equal(grt_alloc_free(fx.a, p), GRT_OK);
+  assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK);
   assert_int_equal(stats_of(fx.a).num_device_free, 0);
   assert_int_equal(dev_stats(fx.dev).free_calls, 0);
-  grt_alloc_free(fx.a, q); /* merges the whole segment back */
-  grt_alloc_empty_cache(fx.a);
+  assert_int_equal(grt_alloc_free(fx.a, q), GRT_OK); /* merges the whole segment back */
+  assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK);
   assert_int_equal(stats_of(fx.a).num_device_free, 1);
   assert_int_equal(dev_stats(fx.dev).bytes_in_use, 0);
   drop_fixture(&fx);
@@ -248,14 +248,14 @@ static void test_merge_on_free(void **state) {
   grt_devptr a = must_malloc(fx.a, 4 * MiB, 0);
   grt_devptr b = must_malloc(fx.a, 4 * MiB, 0);
   grt_devptr c = must_malloc(fx.a, 4 * MiB, 0);
-  grt_alloc_free(fx.a, b);
+  assert_int_equal(grt_alloc_free(fx.a, b), GRT_OK);
   grt_alloc_stats s = stats_of(fx.a);
   assert_int_equal(s.inactive_split[GRT_STAT_ALL].current, 2); /* b's hole and the tail */
-  grt_alloc_free(fx.a, a);
+  assert_int_equal(grt_alloc_free(fx.a, a), GRT_OK);
   s = stats_of(fx.a);
   assert_int_equal(s.inactive_split[GRT_STAT_ALL].current, 2);
   assert_int_equal(s.largest_free_block, 8 * MiB);
-  grt_alloc_free(fx.a, c);
+  assert_int_equal(grt_alloc_free(fx.a, c), GRT_OK);
   s = stats_of(fx.a);
   assert_int_equal(s.inactive_split[GRT_STAT_ALL].current, 0);
   assert_int_equal(s.inactive_split_bytes[GRT_STAT_ALL].current, 0);
@@ -264,7 +264,7 @@ static void test_merge_on_free(void **state) {
   grt_devptr d = must_malloc(fx.a, 16 * MiB, 0);
   assert_int_equal(d, a);
   assert_int_equal(stats_of(fx.a).num_device_alloc, 1);
-  grt_alloc_free(fx.a, d);
+  assert_int_equal(grt_alloc_free(fx.a, d), GRT_OK);
   drop_fixture(&fx);
 }
 
@@ -280,7 +280,7 @@ static void test_max_split_size(void **state) {
   assert_int_equal(stats_of(fx.a).max_split_size, 40 * MiB);
   grt_devptr big = must_malloc(fx.a, 50 * MiB, 0);
   assert_int_equal(stats_of(fx.a).oversize_allocations.current, 1);
-  grt_alloc_free(fx.a, big);
+  assert_int_equal(grt_alloc_free(fx.a, big), GRT_OK);
   grt_devptr small = must_malloc(fx.a, 8 * MiB, 0); /* refuses the cached 50 MiB block */
   assert_int_not_equal(small, big);
   grt_alloc_stats s = stats_of(fx.a);
@@ -291,7 +291,7 @@ static void test_max_split_size(void **state) {
   assert_int_equal(mid, big);
   s = stats_of(fx.a);
   assert_int_equal(s.allocated_bytes[GRT_STAT_ALL].current, 8 * MiB + 50 * MiB);
-  grt_alloc_free(fx.a, mid);
+  assert_int_equal(grt_alloc_free(fx.a, mid), GRT_OK);
   /* 32 MiB (< max_split) refuses the cached 50 MiB block; the device has only
      30 MiB free, so release_available frees that oversize block first. */
   grt_devptr huge = must_malloc(fx.a, 32 * MiB, 0);
@@ -302,11 +302,11 @@ static void test_max_split_size(void **state) {
   /* 60 MiB: oversize blocks are released (none left), then everything; the
      device's largest hole is 50 MiB, so this is an OOM, as in PyTorch. */
   grt_devptr none;
-  grt_alloc_free(fx.a, huge);
+  assert_int_equal(grt_alloc_free(fx.a, huge), GRT_OK);
   assert_int_equal(grt_alloc_malloc(fx.a, 60 * MiB, 0, &none), GRT_ERR_OOM);
   huge = must_malloc(fx.a, 48 * MiB, 0);
-  grt_alloc_free(fx.a, huge);
-  grt_alloc_free(fx.a, small);
+  assert_int_equal(grt_alloc_free(fx.a, huge), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, small), GRT_OK);
   drop_fixture(&fx);
 }
 
@@ -372,13 +372,13 @@ static void test_record_stream_deferred_free(void **state) {
   assert_int_equal(r, p);
   assert_int_equal(f->destroyed, 1);
   assert_int_equal(stats_of(fx.a).pending_free_blocks, 0);
-  grt_alloc_free(fx.a, q);
-  grt_alloc_free(fx.a, r);
+  assert_int_equal(grt_alloc_free(fx.a, q), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, r), GRT_OK);
   /* empty_cache synchronizes outstanding events. */
   p = must_malloc(fx.a, 4096, 1);
-  grt_alloc_record_stream(fx.a, p, 7);
-  grt_alloc_free(fx.a, p);
-  grt_alloc_empty_cache(fx.a);
+  assert_int_equal(grt_alloc_record_stream(fx.a, p, 7), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, p), GRT_OK);
+  assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK);
   assert_int_equal(f->synced, 1);
   assert_int_equal(stats_of(fx.a).reserved_bytes[GRT_STAT_ALL].current, 0);
   drop_fixture(&fx);
@@ -416,8 +416,8 @@ static void test_snapshot(void **state) {
   }
   assert_int_equal(total, 22 * MiB);
   grt_alloc_snapshot_free(snap);
-  grt_alloc_free(fx.a, a);
-  grt_alloc_free(fx.a, b);
+  assert_int_equal(grt_alloc_free(fx.a, a), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, b), GRT_OK);
   drop_fixture(&fx);
 }
 
@@ -437,8 +437,8 @@ static void test_memory_fraction_and_gc(void **state) {
   c.memory_fraction = 1.0;
   fx = make_fixture("caching", 100 * MiB, &c);
   grt_devptr a = must_malloc(fx.a, 30 * MiB, 0), b = must_malloc(fx.a, 30 * MiB, 0);
-  grt_alloc_free(fx.a, a);
-  grt_alloc_free(fx.a, b);
+  assert_int_equal(grt_alloc_free(fx.a, a), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, b), GRT_OK);
   /* 60 MiB reserved > 50 MiB threshold: a 40 MiB request (no cached block fits)
      first garbage-collects both cached blocks (each as old as the average). */
   grt_devptr d = must_malloc(fx.a, 40 * MiB, 0);
@@ -446,7 +446,7 @@ static void test_memory_fraction_and_gc(void **state) {
   assert_int_equal(s.num_device_free, 2);
   assert_int_equal(s.num_alloc_retries, 0);
   assert_int_equal(s.reserved_bytes[GRT_STAT_ALL].current, 40 * MiB);
-  grt_alloc_free(fx.a, d);
+  assert_int_equal(grt_alloc_free(fx.a, d), GRT_OK);
   drop_fixture(&fx);
 }
 
@@ -467,7 +467,7 @@ static void test_naive(void **state) {
   assert_int_equal(s.requested_bytes[GRT_STAT_ALL].current, 1000);
   grt_devptr q;
   assert_int_equal(grt_alloc_malloc(fx.a, 64 * MiB, 0, &q), GRT_ERR_OOM);
-  grt_alloc_free(fx.a, p);
+  assert_int_equal(grt_alloc_free(fx.a, p), GRT_OK);
   drop_fixture(&fx);
 }
 
@@ -480,16 +480,16 @@ static void test_policy_options(void **state) {
   assert_int_equal(grt_alloc_config_parse(&c, "fit:first", err, sizeof err), GRT_OK);
   fixture fx = make_fixture("caching", GRT_GiB, &c);
   grt_devptr a = must_malloc(fx.a, 30 * MiB, 0), b = must_malloc(fx.a, 12 * MiB, 0);
-  grt_alloc_free(fx.a, a);
-  grt_alloc_free(fx.a, b);
+  assert_int_equal(grt_alloc_free(fx.a, a), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, b), GRT_OK);
   assert_int_equal(must_malloc(fx.a, 12 * MiB, 0), a); /* lowest address, not the exact fit */
   drop_fixture(&fx);
   grt_alloc_config_default(&c);
   fx = make_fixture("caching", GRT_GiB, &c);
   a = must_malloc(fx.a, 30 * MiB, 0);
   b = must_malloc(fx.a, 12 * MiB, 0);
-  grt_alloc_free(fx.a, a);
-  grt_alloc_free(fx.a, b);
+  assert_int_equal(grt_alloc_free(fx.a, a), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, b), GRT_OK);
   assert_int_equal(must_malloc(fx.a, 12 * MiB, 0), b); /* best fit */
   drop_fixture(&fx);
 
@@ -497,14 +497,14 @@ static void test_policy_options(void **state) {
   assert_int_equal(grt_alloc_config_parse(&c, "merge_on_free:False", err, sizeof err), GRT_OK);
   fx = make_fixture("caching", GRT_GiB, &c);
   grt_devptr x = must_malloc(fx.a, 4 * MiB, 0), y = must_malloc(fx.a, 4 * MiB, 0);
-  grt_alloc_free(fx.a, x);
-  grt_alloc_free(fx.a, y);
+  assert_int_equal(grt_alloc_free(fx.a, x), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, y), GRT_OK);
   assert_consistent(fx.a);
   assert_int_equal(stats_of(fx.a).largest_free_block, 12 * MiB); /* 4 + 4 + 12 never coalesce */
   grt_devptr z = must_malloc(fx.a, 16 * MiB, 0);                   /* needs a new segment */
   assert_int_equal(stats_of(fx.a).num_device_alloc, 2);
-  grt_alloc_free(fx.a, z);
-  grt_alloc_empty_cache(fx.a); /* the split first segment can never go back */
+  assert_int_equal(grt_alloc_free(fx.a, z), GRT_OK);
+  assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK); /* the split first segment can never go back */
   assert_int_equal(stats_of(fx.a).reserved_bytes[GRT_STAT_ALL].current, 20 * MiB);
   drop_fixture(&fx);
 
@@ -512,11 +512,11 @@ static void test_policy_options(void **state) {
   assert_int_equal(grt_alloc_config_parse(&c, "empty_cache_idle_cycles:2", err, sizeof err), GRT_OK);
   fx = make_fixture("caching", GRT_GiB, &c);
   x = must_malloc(fx.a, 12 * MiB, 0);
-  grt_alloc_free(fx.a, x);
-  grt_alloc_empty_cache(fx.a); /* sat through 0 earlier calls: kept */
-  grt_alloc_empty_cache(fx.a); /* 1: kept */
+  assert_int_equal(grt_alloc_free(fx.a, x), GRT_OK);
+  assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK); /* sat through 0 earlier calls: kept */
+  assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK); /* 1: kept */
   assert_int_equal(stats_of(fx.a).num_device_free, 0);
-  grt_alloc_empty_cache(fx.a); /* 2: released */
+  assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK); /* 2: released */
   assert_int_equal(stats_of(fx.a).num_device_free, 1);
   drop_fixture(&fx);
 }

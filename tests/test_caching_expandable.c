@@ -43,9 +43,9 @@ static void test_map_on_demand(void **state) {
   /* small pool: its own reservation with 2 MiB pages */
   grt_devptr t = must_malloc(fx.a, 1000, 0);
   assert_int_equal(stats_of(fx.a).reserved_bytes[GRT_STAT_SMALL_POOL].current, 2 * MiB);
-  grt_alloc_free(fx.a, t);
-  grt_alloc_free(fx.a, a);
-  grt_alloc_free(fx.a, b);
+  assert_int_equal(grt_alloc_free(fx.a, t), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, a), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, b), GRT_OK);
   assert_consistent(fx.a);
   assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK);
   s = stats_of(fx.a);
@@ -66,7 +66,7 @@ static void test_partial_unmap(void **state) {
   grt_devptr c = must_malloc(fx.a, 4 * MiB, 0);
   assert_int_equal(b, a + 30 * MiB);
   assert_int_equal(c, b + 30 * MiB);
-  grt_alloc_free(fx.a, b); /* [30, 60) MiB free: page 2 ([40,60)) is whole */
+  assert_int_equal(grt_alloc_free(fx.a, b), GRT_OK); /* [30, 60) MiB free: page 2 ([40,60)) is whole */
   assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK);
   assert_consistent(fx.a);
   grt_alloc_stats s = stats_of(fx.a);
@@ -79,9 +79,9 @@ static void test_partial_unmap(void **state) {
   grt_devptr d = must_malloc(fx.a, 25 * MiB, 0);
   assert_int_equal(d, a + 30 * MiB);
   assert_consistent(fx.a);
-  grt_alloc_free(fx.a, a);
-  grt_alloc_free(fx.a, c);
-  grt_alloc_free(fx.a, d);
+  assert_int_equal(grt_alloc_free(fx.a, a), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, c), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, d), GRT_OK);
   drop_fixture(&fx);
 }
 
@@ -94,10 +94,10 @@ static void test_expandable_oom(void **state) {
   grt_alloc_stats s = stats_of(fx.a);
   assert_int_equal(s.num_ooms, 1);
   assert_consistent(fx.a);
-  grt_alloc_free(fx.a, a);
+  assert_int_equal(grt_alloc_free(fx.a, a), GRT_OK);
   grt_devptr b = must_malloc(fx.a, 90 * MiB, 0); /* fits once a's pages are reused */
   assert_int_equal(b, a);
-  grt_alloc_free(fx.a, b);
+  assert_int_equal(grt_alloc_free(fx.a, b), GRT_OK);
   drop_fixture(&fx);
 }
 

@@ -42,10 +42,10 @@ static void test_env_selection(void **state) {
   unsetenv("GRT_DEVICE");
   assert_int_equal(grt_device_create_from_env(&cfg, &dev), GRT_OK);
   assert_string_equal(grt_device_backend(dev), "simulated");
-  grt_device_destroy(dev);
+  assert_int_equal(grt_device_destroy(dev), GRT_OK);
   setenv("GRT_DEVICE", "sim", 1);
   assert_int_equal(grt_device_create_from_env(NULL, &dev), GRT_OK);
-  grt_device_destroy(dev);
+  assert_int_equal(grt_device_destroy(dev), GRT_OK);
   setenv("GRT_DEVICE", "cuda:1", 1);
   grt_status st = grt_device_create_from_env(NULL, &dev);
   assert_true(st == GRT_ERR_NO_DEVICE || st == GRT_ERR_UNSUPPORTED);

@@ -61,7 +61,7 @@ static void test_errors_leave_state_intact(void **state) {
   assert_int_equal(grt_device_free(dev, a), GRT_OK);
   assert_int_equal(grt_device_free(dev, a), GRT_ERR_DOUBLE_FREE);
   grt_device_stats s;
-  grt_device_get_stats(dev, &s);
+  assert_int_equal(grt_device_get_stats(dev, &s), GRT_OK);
   assert_int_equal(s.failed_mallocs, 1);
   assert_int_equal(s.free_calls, 1);
   assert_int_equal(s.bytes_in_use, 0);
@@ -86,10 +86,10 @@ static void test_malloc_at_and_fault_injection(void **state) {
   assert_int_equal(grt_device_malloc(dev, GRT_MiB, &x), GRT_ERR_FAULT_INJECTED);
   assert_int_equal(grt_device_free(dev, y), GRT_OK);
   grt_device_stats s;
-  grt_device_get_stats(dev, &s);
+  assert_int_equal(grt_device_get_stats(dev, &s), GRT_OK);
   assert_int_equal(s.segments, 2);
-  grt_device_free(dev, base + 20 * GRT_MiB);
-  grt_device_free(dev, base + 24 * GRT_MiB);
+  assert_int_equal(grt_device_free(dev, base + 20 * GRT_MiB), GRT_OK);
+  assert_int_equal(grt_device_free(dev, base + 24 * GRT_MiB), GRT_OK);
   assert_int_equal(grt_device_destroy(dev), GRT_OK);
 }
 
@@ -107,8 +107,8 @@ static void test_host_backing(void **state) {
   assert_int_equal(grt_device_host_ptr(dev, a, GRT_MiB, &p), GRT_OK);
   ((unsigned char *)p)[GRT_MiB - 1] = 7;
   assert_int_equal(grt_device_host_ptr(dev, a + GRT_MiB, 1, &p), GRT_ERR_UNKNOWN_POINTER);
-  grt_device_free(dev, a);
-  grt_device_destroy(dev);
+  assert_int_equal(grt_device_free(dev, a), GRT_OK);
+  assert_int_equal(grt_device_destroy(dev), GRT_OK);
 }
 
 /* Reserve, map page by page (physical memory from the same capacity), unmap, release. */
@@ -130,7 +130,7 @@ static void test_virtual_memory(void **state) {
   assert_int_equal(grt_device_map(dev, va + 2 * g, 2 * GRT_MiB), GRT_ERR_INVALID_ARG); /* mapped already */
   assert_int_equal(grt_device_map(dev, va + 8 * g, 4 * GRT_MiB), GRT_ERR_OOM);         /* 2 MiB left */
   grt_device_stats s;
-  grt_device_get_stats(dev, &s);
+  assert_int_equal(grt_device_get_stats(dev, &s), GRT_OK);
   assert_int_equal(s.bytes_in_use, 14 * GRT_MiB);
   assert_int_equal(s.mapped_bytes, 4 * GRT_MiB);
   assert_int_equal(s.segments, 1);
@@ -146,7 +146,7 @@ static void test_virtual_memory(void **state) {
   assert_int_equal(grt_device_destroy(dev), GRT_ERR_BUSY);
   assert_int_equal(grt_device_release(dev, va), GRT_OK);
   assert_int_equal(grt_device_free(dev, seg), GRT_OK);
-  grt_device_get_stats(dev, &s);
+  assert_int_equal(grt_device_get_stats(dev, &s), GRT_OK);
   assert_int_equal(s.bytes_in_use, 0);
   assert_int_equal(s.syncs, 2);
   assert_int_equal(grt_device_destroy(dev), GRT_OK);
