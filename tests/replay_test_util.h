@@ -25,7 +25,7 @@ static inline grt_replay_summary replay(grt_trace *t, const char *policy, uint64
   assert_int_equal(grt_replay_run(r), GRT_OK);
   grt_replay_summary s;
   assert_int_equal(grt_replay_get_summary(r, &s), GRT_OK);
-  grt_replay_destroy(r);
+  assert_int_equal(grt_replay_destroy(r), GRT_OK);
   return s;
 }
 

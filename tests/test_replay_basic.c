@@ -48,7 +48,7 @@ static void test_naive_oom_point(void **state) {
   assert_int_equal(s.device_frees, 3);
   assert_int_equal(s.syncs, 3);
   assert_int_equal(s.final_reserved, 0);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 static void test_min_capacity(void **state) {
@@ -75,19 +75,19 @@ static void test_min_capacity(void **state) {
   assert_int_equal(grt_replay_min_capacity(t, &c, 512, NULL, NULL), GRT_ERR_INVALID_ARG);
   c.policy = "no-such-policy";
   assert_int_equal(grt_replay_min_capacity(t, &c, 512, &cap2, NULL), GRT_ERR_NOT_FOUND);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   /* a request larger than any device the search tries: no capacity, but the peak is reported */
   t = load("gpurt-trace 1\nalloc 0 4096\nalloc 1 2199023255552\n");
   live = 0;
   assert_int_equal(grt_replay_min_capacity(t, NULL, 512, &cap2, &live), GRT_ERR_OOM);
   assert_int_equal(live, 4096);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   /* nothing allocated: one granule suffices */
   t = load("gpurt-trace 1\nfree 3 100\n");
   assert_int_equal(grt_replay_min_capacity(t, NULL, 4096, &cap2, &live), GRT_OK);
   assert_int_equal(live, 0);
   assert_int_equal(cap2, 4096);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 /* caching: both requests share one small 2 MiB segment; the recorded
@@ -114,7 +114,7 @@ static void test_caching_release(void **state) {
   assert_int_equal(s.final_allocated, 5120);
   assert_int_equal(s.peak_cached, 2 << 20);
   assert_false(s.has_oom);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 typedef struct step_log {
@@ -128,7 +128,7 @@ static grt_status on_step(void *ctx, grt_replay *r, const grt_trace_event *ev, u
   l->last_index = index;
   if (index == 2) {
     grt_replay_sample s;
-    grt_replay_sample_now(r, &s);
+    assert_int_equal(grt_replay_sample_now(r, &s), GRT_OK);
     l->reserved_at_2 = s.reserved;
   }
   return GRT_OK;
@@ -159,8 +159,8 @@ static void test_step_and_callback(void **state) {
   assert_int_equal(log.reserved_at_2, 2048); /* after free 0 */
   assert_int_equal(grt_replay_step(r, &done), GRT_OK);
   assert_true(done);
-  grt_replay_destroy(r);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_replay_destroy(r), GRT_OK);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 static char *write_temp(const char *text) {
@@ -201,7 +201,7 @@ static void test_errors_have_context(void **state) {
   assert_int_equal(err.line, 4);
   assert_non_null(strstr(err.reason, "still live"));
   char msg[600];
-  grt_trace_error_format(&err, msg, sizeof msg);
+  assert_int_equal(grt_trace_error_format(&err, msg, sizeof msg), GRT_OK);
   assert_non_null(strstr(msg, ":4:"));
   unlink(path);
   free(path);
@@ -216,7 +216,7 @@ static void test_errors_have_context(void **state) {
   s = replay(t, "caching", 0, false);
   assert_int_equal(s.unmatched_frees, 2);
   assert_int_equal(s.allocs, 1);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   /* feeding a bogus event kind is a parse error naming the event; nothing changes */
   grt_replay *r;
   assert_int_equal(grt_replay_create(NULL, NULL, &r), GRT_OK);
@@ -229,7 +229,7 @@ static void test_errors_have_context(void **state) {
   assert_int_equal(grt_replay_feed(r, &ev, 0), GRT_ERR_PARSE); /* id 1 still live */
   ev.kind = GRT_TRACE_FREE_COMPLETED;
   assert_int_equal(grt_replay_feed(r, &ev, 0), GRT_OK);
-  grt_replay_destroy(r);
+  assert_int_equal(grt_replay_destroy(r), GRT_OK);
   /* bad arguments */
   assert_int_equal(grt_replay_open(NULL, NULL, &r), GRT_ERR_INVALID_ARG);
   grt_replay_config c;
@@ -259,8 +259,8 @@ static void test_recorded_placement(void **state) {
   assert_int_equal(snap->n_segments, 1);
   assert_int_equal(snap->segments[0].address, 0x7f0004000000ull);
   grt_alloc_snapshot_free(snap);
-  grt_replay_destroy(r);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_replay_destroy(r), GRT_OK);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 int main(void) {

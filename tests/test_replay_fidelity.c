@@ -24,7 +24,7 @@ static grt_fidelity_report fidelity_of(const char *text) {
   if (st) fail_msg("fidelity: %s: %s", grt_status_name(st), why);
   assert_string_equal(why, ""); /* cleared on success */
   assert_true(rep.structure_ok);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   return rep;
 }
 
@@ -202,7 +202,7 @@ static void expect_failure(const char *text, grt_status want, const char *why_wa
   assert_int_equal(grt_replay_fidelity(t, &rep, why, sizeof why), want);
   if (strcmp(why, why_want)) fail_msg("got '%s', want '%s'", why, why_want);
   assert_int_equal(grt_replay_fidelity(t, &rep, NULL, 0), want); /* err is optional */
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 static void test_failures(void **state) {
@@ -214,7 +214,7 @@ static void test_failures(void **state) {
   assert_int_equal(grt_replay_fidelity(t, NULL, why, sizeof why), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_replay_fidelity(t, &rep, why, 0), GRT_OK); /* an empty trace scores nothing */
   assert_int_equal(rep.allocs, 0);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   /* the recorded span runs off the top of the address space: no device can hold it */
   expect_failure("gpurt-trace 1\nalloc 0 100 0 - 0xffffffffff000000\n", GRT_ERR_INVALID_ARG,
                  "cannot create the replay: invalid argument");
@@ -294,7 +294,7 @@ static void test_start_state(void **state) {
   assert_int_equal(sum.frees, 4); /* the imported blocks */
   assert_int_equal(sum.unmatched_frees, 1); /* the one outside every segment */
   assert_int_equal(sum.final_allocated, 0);
-  grt_replay_destroy(r);
+  assert_int_equal(grt_replay_destroy(r), GRT_OK);
   c.alloc_conf = "bogus:1"; /* the caller's configuration string is parsed over the trace's settings */
   r = (grt_replay *)&c;
   assert_int_equal(grt_replay_open(t, &c, &r), GRT_ERR_PARSE);
@@ -303,8 +303,8 @@ static void test_start_state(void **state) {
   assert_int_equal(grt_replay_open(t, &c, &r), GRT_OK);
   assert_int_equal(grt_alloc_get_stats(grt_replay_allocator(r), &as), GRT_OK);
   assert_int_equal(as.max_split_size, 64 << 20);
-  grt_replay_destroy(r);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_replay_destroy(r), GRT_OK);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 /* Device geometry for recorded placement: addresses below 2 MiB, an explicit base. */
@@ -326,8 +326,8 @@ static void test_geometry(void **state) {
   assert_int_equal(snap->n_segments, 1);
   assert_int_equal(snap->segments[0].address, 2 << 20); /* a base of 0 is never used: 2 MiB */
   grt_alloc_snapshot_free(snap);
-  grt_replay_destroy(r);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_replay_destroy(r), GRT_OK);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 
   t = load("gpurt-trace 1\nsegment_alloc - 2097152 0 - 0x50000000\nalloc 0 100 0 - 0x50000000\n");
   c.base_address = 0x10000000; /* below the recorded span: the device covers twice the span above it */
@@ -338,13 +338,13 @@ static void test_geometry(void **state) {
   assert_int_equal(grt_alloc_snapshot_take(grt_replay_allocator(r), &snap), GRT_OK);
   assert_int_equal(snap->segments[0].address, 0x50000000); /* the recorded placement */
   grt_alloc_snapshot_free(snap);
-  grt_replay_destroy(r);
+  assert_int_equal(grt_replay_destroy(r), GRT_OK);
   c.base_address = 0x60000000; /* above it: nothing of the span is on the device, 1 GiB */
   assert_int_equal(grt_replay_open(t, &c, &r), GRT_OK);
   assert_int_equal(grt_replay_get_summary(r, &sum), GRT_OK);
   assert_int_equal(sum.capacity, GRT_GiB);
-  grt_replay_destroy(r);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_replay_destroy(r), GRT_OK);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 int main(void) {

@@ -30,7 +30,7 @@ static void check(const char *file, int expect_expandable) {
   assert_int_equal(rep.expandable, expect_expandable);
   assert_int_equal(rep.final_matching, rep.final_recorded);
   assert_true(rep.structure_ok);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 static void test_default_snapshot(void **state) {

@@ -61,7 +61,7 @@ static void test_fidelity(void **state) {
     if (!rep.structure_ok) fail_msg("%s: allocator walker: %s", x->file, rep.structure_note);
     assert_int_equal(rep.releases, x->releases);
     assert_int_equal(rep.releases_matching, x->releases);
-    grt_trace_destroy(t);
+    assert_int_equal(grt_trace_destroy(t), GRT_OK);
   }
 }
 
@@ -95,7 +95,7 @@ static void test_w3_minimalloc(void **state) {
                                    (unsigned long long)cap, (unsigned long long)want[p]);
       if (p == 0) log_naive += log((double)cap / (double)live);
     }
-    grt_trace_destroy(t);
+    assert_int_equal(grt_trace_destroy(t), GRT_OK);
   }
   double geo = exp(log_naive / 6.0);
   assert_true(geo > 1.58 && geo < 1.60); /* first fit on the device: 1.59, next to exact best fit's 1.58 */

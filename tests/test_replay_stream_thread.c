@@ -67,7 +67,7 @@ static void test_stream_equals_loaded_random(void **state) {
     assert_int_equal(a.device_mallocs, b.device_mallocs);
     assert_int_equal(a.first_oom_event, b.first_oom_event);
   }
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   unlink(path);
   free(path);
   free(text);
@@ -119,7 +119,7 @@ static void test_stream_many_live_ids(void **state) {
   assert_int_equal(b.peak_live, a.peak_live);
   assert_int_equal(b.peak_reserved, a.peak_reserved);
   assert_int_equal(b.final_allocated, 0);
-  grt_trace_destroy(tr);
+  assert_int_equal(grt_trace_destroy(tr), GRT_OK);
   unlink(path);
   free(path);
   free(t.p);

@@ -76,8 +76,8 @@ static void test_values_equal_stats(void **state) {
   grt_report_free(t);
   assert_int_equal(grt_metrics_remove_allocator(m, fx.a), GRT_OK);
   assert_int_equal(grt_metrics_remove_device(m, fx.dev), GRT_OK);
-  grt_alloc_free(fx.a, mid);
-  grt_alloc_free(fx.a, small);
+  assert_int_equal(grt_alloc_free(fx.a, mid), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, small), GRT_OK);
   assert_int_equal(grt_metrics_destroy(m), GRT_OK);
   drop_fixture(&fx);
 }

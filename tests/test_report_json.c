@@ -52,8 +52,8 @@ static void test_stats_json(void **state) {
   json_decref(j);
   grt_report_free(text);
   assert_int_equal(grt_stats_json(NULL, &text), GRT_ERR_INVALID_ARG);
-  grt_alloc_free(fx.a, p);
-  grt_alloc_free(fx.a, q);
+  assert_int_equal(grt_alloc_free(fx.a, p), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, q), GRT_OK);
   drop_fixture(&fx);
 }
 
@@ -119,9 +119,9 @@ static void test_snapshot_json(void **state) {
   grt_report_free(text);
   assert_int_equal(grt_snapshot_json(snap, -1, &text), GRT_ERR_INVALID_ARG);
   grt_alloc_snapshot_free(snap);
-  grt_alloc_free(fx.a, a);
-  grt_alloc_free(fx.a, c);
-  grt_alloc_empty_cache(fx.a);
+  assert_int_equal(grt_alloc_free(fx.a, a), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, c), GRT_OK);
+  assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK);
   drop_fixture(&fx);
 }
 

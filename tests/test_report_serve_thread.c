@@ -115,7 +115,7 @@ static void test_routes(void **state) {
   assert_int_equal(status_of(r), 400); /* libmicrohttpd rejects what it cannot parse */
   free(r);
   assert_true(grt_metrics_server_scrapes(w.srv) >= 3);
-  grt_alloc_free(w.fx.a, p);
+  assert_int_equal(grt_alloc_free(w.fx.a, p), GRT_OK);
   finish(&w);
 }
 

@@ -41,7 +41,7 @@ static void test_summary_layout(void **state) {
   assert_non_null(strstr(t, "| Largest free block    |  17408 KiB of  17408 KiB free | fragmentation 0.00|\n"));
   grt_report_free(t);
   assert_int_equal(grt_memory_summary(&s, NULL, -1, 0, &t), GRT_ERR_INVALID_ARG);
-  grt_alloc_free(fx.a, p);
+  assert_int_equal(grt_alloc_free(fx.a, p), GRT_OK);
   drop_fixture(&fx);
 }
 

@@ -17,7 +17,7 @@ static void test_rmm_small(void **state) {
   grt_trace *t = tt_load(tt_data("rmm_small.csv"), GRT_TRACE_FORMAT_AUTO, &err, &st);
   assert_int_equal(st, GRT_OK);
   grt_trace_info in;
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.format, GRT_TRACE_FORMAT_RMM);
   assert_int_equal(in.n_events, 7);
   assert_int_equal(in.count[GRT_TRACE_ALLOC], 3);
@@ -45,7 +45,7 @@ static void test_rmm_small(void **state) {
   assert_int_equal(e[6].id, 2);
   assert_int_equal(e[5].id, 1);
   assert_int_equal(in.streams[e[4].stream], 26);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 static void expect_file_error(const char *name, uint64_t line, const char *needle) {
@@ -100,14 +100,14 @@ static void test_rmm_variants(void **state) {
   grt_trace *t = tt_load_str(text, GRT_TRACE_FORMAT_AUTO, &err, &st);
   assert_int_equal(st, GRT_OK);
   grt_trace_info in;
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.n_events, 4);
   assert_int_equal(in.events[0].time, 1634567890500000LL);
   assert_false(in.events[1].flags & GRT_TRACE_F_TIME);
   assert_true(in.events[2].flags & GRT_TRACE_F_UNMATCHED);
   assert_int_equal(in.events[3].time - in.events[2].time, 2);
   assert_int_equal(in.n_streams, 1);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 static void test_minimalloc_small(void **state) {
@@ -117,7 +117,7 @@ static void test_minimalloc_small(void **state) {
   grt_trace *t = tt_load(tt_data("minimalloc_small.csv"), GRT_TRACE_FORMAT_AUTO, &err, &st);
   assert_int_equal(st, GRT_OK);
   grt_trace_info in;
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.format, GRT_TRACE_FORMAT_MINIMALLOC);
   assert_int_equal(in.n_events, 8);
   /* expected order: alloc 1, alloc 3, free 1, alloc 0, alloc 2, free 0, free 2, free 3 */
@@ -131,7 +131,7 @@ static void test_minimalloc_small(void **state) {
   }
   assert_int_equal(in.events[2].id, in.events[0].id);
   assert_int_equal(in.events[7].id, in.events[1].id);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 #define MM_H "id,lower,upper,size\n"
@@ -149,7 +149,7 @@ static void test_minimalloc_errors(void **state) {
   grt_status st;
   grt_trace *t = tt_load_str("id,lower,upper,size,alignment\n0,0,4,64,8\n\n", GRT_TRACE_FORMAT_AUTO, &err, &st);
   assert_int_equal(st, GRT_OK);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 /* Time fields: both forms, their limits, and fractions of every length. */
@@ -175,11 +175,11 @@ static void test_rmm_time_forms(void **state) {
   grt_trace *t = tt_load_str(text, GRT_TRACE_FORMAT_RMM, &err, &st);
   if (st) fail_msg("line %llu: %s", (unsigned long long)err.line, err.reason);
   grt_trace_info in;
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.events[0].time, 1123456);
   assert_int_equal(in.events[1].time, 60500000);
   assert_int_equal(in.events[2].time, 9223372036853000000LL);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 /* Every null-pointer spelling on an allocate failure; a BOM; blank lines; null frees; a bad pointer. */
@@ -198,7 +198,7 @@ static void test_rmm_pointers(void **state) {
   grt_trace *t = tt_load_str(text, GRT_TRACE_FORMAT_AUTO, &err, &st);
   if (st) fail_msg("line %llu: %s", (unsigned long long)err.line, err.reason);
   grt_trace_info in;
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.format, GRT_TRACE_FORMAT_RMM);
   assert_int_equal(in.n_events, 6);
   for (size_t i = 0; i < 6; i++) {
@@ -209,7 +209,7 @@ static void test_rmm_pointers(void **state) {
   }
   assert_int_equal(in.events[5].addr, 0x40);
   assert_int_equal(in.n_streams, 2);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   expect_error(RMM_H "1,,free,nullptr,5,0\n", GRT_TRACE_FORMAT_RMM, 2, "free of a null pointer");
   expect_error(RMM_H "1,,allocate,0x10,5,0\n1,,deallocate,(null),5,0\n", GRT_TRACE_FORMAT_RMM, 3,
                "free of a null pointer");
@@ -242,19 +242,19 @@ static void test_minimalloc_edges(void **state) {
   grt_trace *t = tt_load_str(MM_H, GRT_TRACE_FORMAT_MINIMALLOC, &err, &st);
   assert_int_equal(st, GRT_OK);
   grt_trace_info in;
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.n_events, 0);
   assert_int_equal(in.n_ids, 0);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   t = tt_load_str("\xEF\xBB\xBF" MM_H "900,3,9223372036854775807,64\n", GRT_TRACE_FORMAT_AUTO, &err, &st);
   if (st) fail_msg("line %llu: %s", (unsigned long long)err.line, err.reason);
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.format, GRT_TRACE_FORMAT_MINIMALLOC);
   assert_int_equal(in.n_events, 2);
   assert_int_equal(in.n_ids, 1);
   assert_int_equal(in.events[0].id, 0);
   assert_int_equal(in.events[1].time, INT64_MAX);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 int main(void) {

@@ -27,7 +27,7 @@ static grt_trace_format detected(const char *text) {
   if (st) fail_msg("%s: line %llu: %s", text, (unsigned long long)err.line, err.reason);
   grt_trace_info in;
   assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   return in.format;
 }
 
@@ -149,10 +149,10 @@ static void test_files(void **state) {
   write_big(path, n, "");
   assert_int_equal(grt_trace_load(path, NULL, &t, &err), GRT_OK);
   grt_trace_info in;
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.n_events, 2 * (size_t)n);
   assert_int_equal(in.n_ids, (uint64_t)n);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   unlink(path);
 }
 

@@ -119,8 +119,8 @@ static void assert_round_trip(const grt_trace *t) {
   grt_trace *u = tt_load(path, GRT_TRACE_FORMAT_NATIVE, &err, &st);
   assert_int_equal(st, GRT_OK);
   grt_trace_info a, b;
-  grt_trace_get_info(t, &a);
-  grt_trace_get_info(u, &b);
+  assert_int_equal(grt_trace_get_info(t, &a), GRT_OK);
+  assert_int_equal(grt_trace_get_info(u, &b), GRT_OK);
   assert_int_equal(a.n_events, b.n_events);
   assert_int_equal(a.n_ids, b.n_ids);
   assert_int_equal(a.n_streams, b.n_streams);
@@ -141,7 +141,7 @@ static void assert_round_trip(const grt_trace *t) {
     if (a.segments[i].n_blocks)
       assert_memory_equal(a.segments[i].blocks, b.segments[i].blocks, a.segments[i].n_blocks * sizeof(grt_trace_block));
   }
-  grt_trace_destroy(u);
+  assert_int_equal(grt_trace_destroy(u), GRT_OK);
   unlink(path);
 }
 
@@ -154,7 +154,7 @@ static void test_native_round_trip(void **state) {
     grt_trace *t = tt_load(tt_data(files[i]), GRT_TRACE_FORMAT_AUTO, &err, &st);
     assert_int_equal(st, GRT_OK);
     assert_round_trip(t);
-    grt_trace_destroy(t);
+    assert_int_equal(grt_trace_destroy(t), GRT_OK);
   }
 }
 
@@ -198,7 +198,7 @@ static void test_native_stream(void **state) {
   int fd = mkstemp(path);
   assert_true(fd >= 0);
   FILE *f = fdopen(fd, "w");
-  grt_trace_write_native_header(f);
+  assert_int_equal(grt_trace_write_native_header(f), GRT_OK);
   for (uint64_t i = 0; i < 20000; i++) {
     grt_trace_event ev = {.id = i, .size = 512 + i, .kind = GRT_TRACE_ALLOC};
     assert_int_equal(grt_trace_write_native_event(f, &ev, i % 3), GRT_OK);

@@ -117,7 +117,7 @@ static void test_pickle_snapshot(void **state) {
   grt_trace *t = load_pk(p, 0, &st, &err);
   if (st) fail_msg("%s", err.reason);
   grt_trace_info in;
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.format, GRT_TRACE_FORMAT_PYTORCH);
   assert_int_equal(in.n_devices, 2);
   assert_int_equal(in.n_events, 9); /* user_defined skipped */
@@ -155,17 +155,17 @@ static void test_pickle_snapshot(void **state) {
   assert_int_equal(in.settings.roundup_power2_divisions[0], 2);
   assert_int_equal(in.settings.roundup_power2_divisions[8], 8);
   assert_int_equal(in.settings.roundup_power2_divisions[1], 0);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 
   /* device 1: empty trace, the 20 MiB segment (large by size: no segment_type) */
   t = load_pk(p, 1, &st, &err);
   assert_int_equal(st, GRT_OK);
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.n_events, 0);
   assert_int_equal(in.device, 1);
   assert_int_equal(in.n_segments, 1);
   assert_true(in.segments[0].is_large);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   t = load_pk(p, 2, &st, &err);
   assert_null(t);
   assert_int_equal(st, GRT_ERR_INVALID_ARG);
@@ -174,9 +174,9 @@ static void test_pickle_snapshot(void **state) {
   build_snapshot(p, true);
   t = load_pk(p, 0, &st, &err);
   assert_int_equal(st, GRT_OK);
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   for (int i = 0; i < GRT_TRACE_RP2_INTERVALS; i++) assert_int_equal(in.settings.roundup_power2_divisions[i], 4);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   free(p);
 }
 
@@ -273,15 +273,15 @@ static void test_pickle_device_count(void **state) {
   grt_trace_info in;
   cfg.device = 1;
   assert_int_equal(grt_trace_load_buffer(list_root, sizeof list_root - 1, NULL, &cfg, &t, &err), GRT_OK);
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.device, 1);
   assert_int_equal(in.n_devices, 2);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   cfg.device = 0;
   assert_int_equal(grt_trace_load_buffer(no_traces, sizeof no_traces - 1, NULL, &cfg, &t, &err), GRT_OK);
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.n_devices, 1);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
 /* ---- the snapshot schema: each malformed element is named by its path; well-formed variants ---- */
@@ -524,7 +524,7 @@ static void test_pickle_schema_variants(void **state) {
   grt_trace *t = load_pk(p, 0, &st, &err);
   if (st) fail_msg("%s", err.reason);
   grt_trace_info in;
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.n_events, 7);
   for (size_t i = 0; i < 5; i++) {
     assert_int_equal(in.events[i].kind, kinds[i]);
@@ -563,34 +563,34 @@ static void test_pickle_schema_variants(void **state) {
   assert_int_equal(in.settings.max_split_size, -1);
   assert_int_equal(in.settings.roundup_power2_divisions[15], 7);
   assert_int_equal(in.settings.roundup_power2_divisions[0], 0);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
 
   settings(p, set_none); /* null divisions are absent; a string is not true */
   t = load_pk(p, 0, &st, &err);
   assert_int_equal(st, GRT_OK);
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_true(in.settings.present);
   assert_false(in.settings.expandable_segments);
   assert_int_equal(in.settings.roundup_power2_divisions[0], 0);
   assert_int_equal(in.n_devices, 1);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   begin(p), str(p, "allocator_settings"), op(p, 'N'), end(p);
   t = load_pk(p, 0, &st, &err);
   assert_int_equal(st, GRT_OK);
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_false(in.settings.present);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   /* the oldest format: a tuple of segments */
   p->n = 0, op(p, 0x80), op(p, 4), op(p, '(');
   dict_open(p), seg_base(p), dict_close(p);
   op(p, 't'), op(p, '.');
   t = load_pk(p, 0, &st, &err);
   assert_int_equal(st, GRT_OK);
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.n_segments, 1);
   assert_int_equal(in.segments[0].total_size, 1024);
   assert_int_equal(in.n_events, 0);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   free(p);
 }
 

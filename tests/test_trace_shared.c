@@ -45,7 +45,7 @@ static void test_pytorch_counts(void **state) {
     grt_trace *t = tt_load(path, GRT_TRACE_FORMAT_AUTO, &err, &st);
     if (st) fail_msg("%s: %s", x->file, err.reason);
     grt_trace_info in;
-    grt_trace_get_info(t, &in);
+    assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
     assert_int_equal(in.format, GRT_TRACE_FORMAT_PYTORCH);
     assert_int_equal(in.n_segments, x->segments);
     assert_int_equal(in.count[GRT_TRACE_ALLOC], x->alloc);
@@ -83,7 +83,7 @@ static void test_pytorch_counts(void **state) {
       }
       assert_int_equal(a, g->addr + g->total_size);
     }
-    grt_trace_destroy(t);
+    assert_int_equal(grt_trace_destroy(t), GRT_OK);
     free(path);
   }
 }
@@ -98,11 +98,11 @@ static void test_pytorch_device_option(void **state) {
   grt_trace_error err;
   assert_int_equal(grt_trace_load(path, &cfg, &t, &err), GRT_OK);
   grt_trace_info in;
-  grt_trace_get_info(t, &in);
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
   assert_int_equal(in.device, 3);
   assert_int_equal(in.n_events, 0);
   assert_int_equal(in.n_segments, 0);
-  grt_trace_destroy(t);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
   cfg.device = 4;
   assert_int_equal(grt_trace_load(path, &cfg, &t, &err), GRT_ERR_INVALID_ARG);
   assert_null(t);
@@ -122,7 +122,7 @@ static void test_minimalloc_counts(void **state) {
     grt_trace *t = tt_load(path, GRT_TRACE_FORMAT_AUTO, &err, &st);
     if (st) fail_msg("%s: %s", name, err.reason);
     grt_trace_info in;
-    grt_trace_get_info(t, &in);
+    assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
     assert_int_equal(in.count[GRT_TRACE_ALLOC], buffers[i]);
     assert_int_equal(in.count[GRT_TRACE_FREE_COMPLETED], buffers[i]);
     /* time order, frees before allocations at equal steps */
@@ -131,7 +131,7 @@ static void test_minimalloc_counts(void **state) {
       assert_true(a->time <= b->time);
       if (a->time == b->time) assert_false(a->kind == GRT_TRACE_ALLOC && b->kind == GRT_TRACE_FREE_COMPLETED);
     }
-    grt_trace_destroy(t);
+    assert_int_equal(grt_trace_destroy(t), GRT_OK);
     free(path);
   }
 }
@@ -152,8 +152,8 @@ static void test_pytorch_round_trip(void **state) {
     grt_trace *u = tt_load(tmp, GRT_TRACE_FORMAT_AUTO, &err, &st);
     if (st) fail_msg("%s: %s", tmp, err.reason);
     grt_trace_info a, b;
-    grt_trace_get_info(t, &a);
-    grt_trace_get_info(u, &b);
+    assert_int_equal(grt_trace_get_info(t, &a), GRT_OK);
+    assert_int_equal(grt_trace_get_info(u, &b), GRT_OK);
     assert_int_equal(b.format, GRT_TRACE_FORMAT_NATIVE);
     assert_int_equal(a.n_events, b.n_events);
     assert_memory_equal(a.events, b.events, a.n_events * sizeof *a.events);
@@ -163,8 +163,8 @@ static void test_pytorch_round_trip(void **state) {
       assert_int_equal(a.segments[s].n_blocks, b.segments[s].n_blocks);
       assert_memory_equal(a.segments[s].blocks, b.segments[s].blocks, a.segments[s].n_blocks * sizeof(grt_trace_block));
     }
-    grt_trace_destroy(u);
-    grt_trace_destroy(t);
+    assert_int_equal(grt_trace_destroy(u), GRT_OK);
+    assert_int_equal(grt_trace_destroy(t), GRT_OK);
     unlink(tmp);
     free(path);
   }
@@ -197,7 +197,7 @@ static void test_pytorch_corrupted(void **state) {
     grt_trace_error err;
     grt_status st = grt_trace_load_buffer(copy, n, "flip.pickle", NULL, &t, &err);
     assert_true(st == GRT_OK || st == GRT_ERR_PARSE || st == GRT_ERR_INVALID_ARG);
-    grt_trace_destroy(t);
+    assert_int_equal(grt_trace_destroy(t), GRT_OK);
   }
   free(copy);
   free(buf);
