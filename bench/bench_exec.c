@@ -26,6 +26,17 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A failed call ends the bench: the numbers after it would measure nothing. */
+static void die(const char *call, grt_status st) {
+  fprintf(stderr, "bench_exec: %s: %s\n", call, grt_status_name(st));
+  exit(1);
+}
+#define MUST(call)                                \
+  do {                                            \
+    grt_status must_st_ = (call);                 \
+    if (must_st_ != GRT_OK) die(#call, must_st_); \
+  } while (0)
+
 static grt_exec *make(void) {
   grt_exec_config cfg;
   grt_exec_config_default(&cfg);
@@ -51,22 +62,22 @@ static double enqueue_at_depth(int n, int depth) {
   grt_exec *exec = make();
   grt_stream *s;
   grt_user_event *gate;
-  grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &s);
-  grt_user_event_create(exec, "gate", &gate);
+  MUST(grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &s));
+  MUST(grt_user_event_create(exec, "gate", &gate));
   grt_kernel_desc empty = {NULL, NULL, 0, GRT_ENGINE_COMPUTE, NULL};
   uint64_t timed = 0, issued = 0;
   for (uint64_t round = 1; issued < (uint64_t)n; round++) {
-    grt_stream_wait_user_event(s, gate, round);
+    MUST(grt_stream_wait_user_event(s, gate, round));
     uint64_t t = now_ns();
-    for (int i = 0; i < depth; i++) grt_launch_kernel(s, &empty);
+    for (int i = 0; i < depth; i++) MUST(grt_launch_kernel(s, &empty));
     timed += now_ns() - t;
     issued += (uint64_t)depth;
-    grt_user_event_signal(gate, round);
-    grt_stream_synchronize(s);
+    MUST(grt_user_event_signal(gate, round));
+    MUST(grt_stream_synchronize(s));
   }
-  grt_user_event_destroy(gate);
-  grt_stream_destroy(s);
-  grt_exec_destroy(exec);
+  MUST(grt_user_event_destroy(gate));
+  MUST(grt_stream_destroy(s));
+  MUST(grt_exec_destroy(exec));
   return (double)timed / (double)issued;
 }
 
@@ -97,22 +108,22 @@ static double baseline_push(int n) {
 static double enqueue_while_busy(int n, int warm) {
   grt_exec *exec = make();
   grt_stream *s;
-  grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &s);
+  MUST(grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &s));
   grt_kernel_desc busy = {NULL, NULL, 300000000ull, GRT_ENGINE_COMPUTE, "busy"}; /* 300 ms */
   grt_kernel_desc empty = {NULL, NULL, 0, GRT_ENGINE_COMPUTE, NULL};
   if (warm) {
     grt_kernel_desc gate = {NULL, NULL, 1000000ull, GRT_ENGINE_COMPUTE, "warm-up"};
-    grt_launch_kernel(s, &gate);
-    for (int i = 0; i < n; i++) grt_launch_kernel(s, &empty);
-    grt_stream_synchronize(s);
+    MUST(grt_launch_kernel(s, &gate));
+    for (int i = 0; i < n; i++) MUST(grt_launch_kernel(s, &empty));
+    MUST(grt_stream_synchronize(s));
   }
-  grt_launch_kernel(s, &busy);
+  MUST(grt_launch_kernel(s, &busy));
   uint64_t t = now_ns();
-  for (int i = 0; i < n; i++) grt_launch_kernel(s, &empty);
+  for (int i = 0; i < n; i++) MUST(grt_launch_kernel(s, &empty));
   double per = (double)(now_ns() - t) / n;
-  grt_stream_synchronize(s);
-  grt_stream_destroy(s);
-  grt_exec_destroy(exec);
+  MUST(grt_stream_synchronize(s));
+  MUST(grt_stream_destroy(s));
+  MUST(grt_exec_destroy(exec));
   return per;
 }
 
@@ -124,11 +135,11 @@ typedef struct tp_arg {
 static void *throughput_thread(void *p) {
   tp_arg *a = p;
   grt_stream *s;
-  grt_stream_create(a->exec, GRT_STREAM_NON_BLOCKING, 0, &s);
+  MUST(grt_stream_create(a->exec, GRT_STREAM_NON_BLOCKING, 0, &s));
   grt_kernel_desc empty = {NULL, NULL, 0, GRT_ENGINE_COMPUTE, NULL};
-  for (int i = 0; i < a->n; i++) grt_launch_kernel(s, &empty);
-  grt_stream_synchronize(s);
-  grt_stream_destroy(s);
+  for (int i = 0; i < a->n; i++) MUST(grt_launch_kernel(s, &empty));
+  MUST(grt_stream_synchronize(s));
+  MUST(grt_stream_destroy(s));
   return NULL;
 }
 
@@ -141,7 +152,7 @@ static double throughput(int n, int streams) {
   for (int i = 0; i < streams; i++) pthread_create(&th[i], NULL, throughput_thread, &a);
   for (int i = 0; i < streams; i++) pthread_join(th[i], NULL);
   double per = (double)(now_ns() - t) / ((double)a.n * streams);
-  grt_exec_destroy(exec);
+  MUST(grt_exec_destroy(exec));
   return per;
 }
 
@@ -174,26 +185,26 @@ static lat wakeup(int iters, grt_engine_class b_engine) {
   grt_exec *exec = make();
   grt_stream *a, *b;
   grt_event *e;
-  grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &a);
-  grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &b);
-  grt_event_create(exec, GRT_EVENT_DISABLE_TIMING, &e);
+  MUST(grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &a));
+  MUST(grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &b));
+  MUST(grt_event_create(exec, GRT_EVENT_DISABLE_TIMING, &e));
   uint64_t *v = malloc((size_t)iters * sizeof *v);
   grt_kernel_desc ka = {mark_a, NULL, 20000, GRT_ENGINE_COMPUTE, NULL}; /* B is issued while A runs */
   grt_kernel_desc kb = {mark_b, NULL, 0, b_engine, NULL};
   for (int i = 0; i < iters; i++) {
-    grt_launch_kernel(a, &ka);
-    grt_event_record(e, a);
-    grt_stream_wait_event(b, e);
-    grt_launch_kernel(b, &kb);
-    grt_exec_synchronize(exec);
+    MUST(grt_launch_kernel(a, &ka));
+    MUST(grt_event_record(e, a));
+    MUST(grt_stream_wait_event(b, e));
+    MUST(grt_launch_kernel(b, &kb));
+    MUST(grt_exec_synchronize(exec));
     v[i] = atomic_load(&stamp_b) - atomic_load(&stamp_a);
   }
   lat r = summarize(v, iters);
   free(v);
-  grt_event_destroy(e);
-  grt_stream_destroy(a);
-  grt_stream_destroy(b);
-  grt_exec_destroy(exec);
+  MUST(grt_event_destroy(e));
+  MUST(grt_stream_destroy(a));
+  MUST(grt_stream_destroy(b));
+  MUST(grt_exec_destroy(exec));
   return r;
 }
 
@@ -242,21 +253,21 @@ static lat host_wakeup(int iters, unsigned flags) {
   grt_exec *exec = make();
   grt_stream *a;
   grt_event *e;
-  grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &a);
-  grt_event_create(exec, flags, &e);
+  MUST(grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &a));
+  MUST(grt_event_create(exec, flags, &e));
   uint64_t *v = malloc((size_t)iters * sizeof *v);
   grt_kernel_desc ka = {mark_a, NULL, flags ? 50000 : 0, GRT_ENGINE_COMPUTE, NULL};
   for (int i = 0; i < iters; i++) {
-    grt_launch_kernel(a, &ka);
-    grt_event_record(e, a);
-    grt_event_synchronize(e);
+    MUST(grt_launch_kernel(a, &ka));
+    MUST(grt_event_record(e, a));
+    MUST(grt_event_synchronize(e));
     v[i] = now_ns() - atomic_load(&stamp_a);
   }
   lat r = summarize(v, iters);
   free(v);
-  grt_event_destroy(e);
-  grt_stream_destroy(a);
-  grt_exec_destroy(exec);
+  MUST(grt_event_destroy(e));
+  MUST(grt_stream_destroy(a));
+  MUST(grt_exec_destroy(exec));
   return r;
 }
 

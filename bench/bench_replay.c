@@ -34,81 +34,91 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void emit(FILE *f, grt_trace_kind k, uint64_t id, uint64_t size, grt_stream_id stream) {
+/* Writes one event unless an earlier write failed (*st keeps the first failure). */
+static void emit(FILE *f, grt_status *st, grt_trace_kind k, uint64_t id, uint64_t size, grt_stream_id stream) {
   grt_trace_event ev = {.id = id, .size = size, .kind = (uint8_t)k};
-  grt_trace_write_native_event(f, &ev, stream);
+  if (*st == GRT_OK) *st = grt_trace_write_native_event(f, &ev, stream);
 }
 
 #define TENSORS 200
 
-static int write_training(FILE *f, uint64_t n_events) {
+static grt_status write_training(FILE *f, uint64_t n_events) {
   grt__rng rng;
   grt__rng_seed(&rng, 7);
   uint64_t size[TENSORS], id[TENSORS], next = 0, written = 0;
   for (int k = 0; k < TENSORS; k++)
     size[k] = grt__rng_below(&rng, 10) < 6 ? 512 * (1 + grt__rng_below(&rng, 2048))
                                            : ((uint64_t)1 << 20) * (1 + grt__rng_below(&rng, 64));
-  grt_trace_write_native_header(f);
-  while (written + 6 * TENSORS <= n_events) {
+  grt_status st = grt_trace_write_native_header(f);
+  while (st == GRT_OK && written + 6 * TENSORS <= n_events) {
     for (int k = 0; k < TENSORS; k++) {
       id[k] = next++;
-      emit(f, GRT_TRACE_ALLOC, id[k], size[k], 0);
+      emit(f, &st, GRT_TRACE_ALLOC, id[k], size[k], 0);
       written++;
       if (k % 4 == 0) { /* a workspace: allocated and freed right away */
         uint64_t w = next++, ws = size[(k * 7) % TENSORS] / 2 + 512;
-        emit(f, GRT_TRACE_ALLOC, w, ws, 0);
-        emit(f, GRT_TRACE_FREE_REQUESTED, w, ws, 0);
-        emit(f, GRT_TRACE_FREE_COMPLETED, w, ws, 0);
+        emit(f, &st, GRT_TRACE_ALLOC, w, ws, 0);
+        emit(f, &st, GRT_TRACE_FREE_REQUESTED, w, ws, 0);
+        emit(f, &st, GRT_TRACE_FREE_COMPLETED, w, ws, 0);
         written += 3;
       }
     }
     for (int k = TENSORS - 1; k >= 0; k--) {
-      emit(f, GRT_TRACE_FREE_REQUESTED, id[k], size[k], 0);
-      emit(f, GRT_TRACE_FREE_COMPLETED, id[k], size[k], 0);
+      emit(f, &st, GRT_TRACE_FREE_REQUESTED, id[k], size[k], 0);
+      emit(f, &st, GRT_TRACE_FREE_COMPLETED, id[k], size[k], 0);
       written += 2;
     }
   }
-  return 0;
+  return st;
 }
 
-static int write_trace(const char *path, uint64_t n_events, uint32_t live, bool training) {
+/* The trace file at path; the first failing write's status (GRT_ERR_IO also
+ * for an open or close that failed). */
+static grt_status write_trace(const char *path, uint64_t n_events, uint32_t live, bool training) {
   FILE *f = fopen(path, "w");
-  if (!f) return 1;
+  if (!f) return GRT_ERR_IO;
   static char buf[1 << 20];
   setvbuf(f, buf, _IOFBF, sizeof buf);
   if (training) {
-    write_training(f, n_events);
-    return fclose(f) ? 1 : 0;
+    grt_status st = write_training(f, n_events);
+    if (fclose(f) && st == GRT_OK) st = GRT_ERR_IO;
+    return st;
   }
   grt__rng rng;
   grt__rng_seed(&rng, 42);
   uint64_t *ids = calloc(live, sizeof *ids), *sizes = calloc(live, sizeof *sizes), next_id = 0;
-  if (!ids || !sizes) return 1;
-  grt_trace_write_native_header(f);
+  if (!ids || !sizes) {
+    free(ids);
+    free(sizes);
+    fclose(f);
+    return GRT_ERR_NOMEM;
+  }
+  grt_status st = grt_trace_write_native_header(f);
   grt_trace_event ev;
   memset(&ev, 0, sizeof ev);
   uint64_t written = 0;
-  for (uint32_t i = 0; i < live && written < n_events; i++, written++) {
+  for (uint32_t i = 0; st == GRT_OK && i < live && written < n_events; i++, written++) {
     ids[i] = next_id++;
     sizes[i] = (uint64_t)512 << grt__rng_below(&rng, 15);
     sizes[i] += grt__rng_below(&rng, sizes[i]);
     ev = (grt_trace_event){.id = ids[i], .size = sizes[i], .kind = GRT_TRACE_ALLOC};
-    grt_trace_write_native_event(f, &ev, i % 4);
+    st = grt_trace_write_native_event(f, &ev, i % 4);
   }
-  while (written + 2 <= n_events) {
+  while (st == GRT_OK && written + 2 <= n_events) {
     uint32_t slot = (uint32_t)grt__rng_below(&rng, live);
     ev = (grt_trace_event){.id = ids[slot], .size = sizes[slot], .kind = GRT_TRACE_FREE_COMPLETED};
-    grt_trace_write_native_event(f, &ev, slot % 4);
+    if ((st = grt_trace_write_native_event(f, &ev, slot % 4))) break;
     ids[slot] = next_id++;
     sizes[slot] = (uint64_t)512 << grt__rng_below(&rng, 15);
     sizes[slot] += grt__rng_below(&rng, sizes[slot]);
     ev = (grt_trace_event){.id = ids[slot], .size = sizes[slot], .kind = GRT_TRACE_ALLOC};
-    grt_trace_write_native_event(f, &ev, slot % 4);
+    st = grt_trace_write_native_event(f, &ev, slot % 4);
     written += 2;
   }
   free(ids);
   free(sizes);
-  return fclose(f) ? 1 : 0;
+  if (fclose(f) && st == GRT_OK) st = GRT_ERR_IO;
+  return st;
 }
 
 static double cpu_s(void) {
@@ -153,8 +163,9 @@ int main(int argc, char **argv) {
     path = tmp;
   }
   double t0 = now_s();
-  if (write_trace(path, n, live, training)) {
-    fprintf(stderr, "bench_replay: cannot write %s\n", path);
+  grt_status wst = write_trace(path, n, live, training);
+  if (wst) {
+    fprintf(stderr, "bench_replay: cannot write %s: %s\n", path, grt_status_name(wst));
     return 1;
   }
   double t1 = now_s(), c1 = cpu_s();

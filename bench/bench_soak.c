@@ -127,6 +127,14 @@ static void long_lived(soak *k) {
 
 static void fmt(uint64_t b, char *buf) { grt_format_bytes(b, buf, 32); }
 
+/* 1 when st failed: reports the call, and k keeps its first failure. */
+static int failed(soak *k, grt_status st, const char *call) {
+  if (st == GRT_OK) return 0;
+  if (!k->err) k->err = st;
+  fprintf(stderr, "bench_soak: %s: %s\n", call, grt_status_name(st));
+  return 1;
+}
+
 /* One replay of the day; returns the number of hourly rows printed (or -1). */
 static int run_day(const char *label, const char *alloc_conf, uint64_t total, uint64_t seed, long *rss_h1,
                    long *rss_end) {
@@ -165,7 +173,7 @@ static int run_day(const char *label, const char *alloc_conf, uint64_t total, ui
       }
     }
     grt_replay_sample s;
-    grt_replay_sample_now(k.r, &s);
+    if (failed(&k, grt_replay_sample_now(k.r, &s), "grt_replay_sample_now")) break;
     char res[32], alc[32], lf[32];
     fmt(s.reserved, res);
     fmt(s.allocated, alc);
@@ -182,17 +190,20 @@ static int run_day(const char *label, const char *alloc_conf, uint64_t total, ui
   }
   double secs = now_s() - t0;
   grt_replay_summary sum;
-  grt_replay_get_summary(k.r, &sum);
+  int have_sum = !failed(&k, grt_replay_get_summary(k.r, &sum), "grt_replay_get_summary");
   char pr[32], pa[32];
-  fmt(sum.peak_reserved, pr);
-  fmt(sum.peak_allocated, pa);
+  if (have_sum) {
+    fmt(sum.peak_reserved, pr);
+    fmt(sum.peak_allocated, pa);
+  }
   *rss_end = max_rss_kib();
-  printf("%s: %llu events in %.1f s (%.2f M events/s); peak reserved %s, peak allocated %s; "
-         "device mallocs %llu, frees %llu; OOMs %llu\n",
-         label, (unsigned long long)sum.events, secs, (double)sum.events / secs / 1e6, pr, pa,
-         (unsigned long long)sum.device_mallocs, (unsigned long long)sum.device_frees,
-         (unsigned long long)sum.ooms);
-  grt_replay_destroy(k.r);
+  if (have_sum)
+    printf("%s: %llu events in %.1f s (%.2f M events/s); peak reserved %s, peak allocated %s; "
+           "device mallocs %llu, frees %llu; OOMs %llu\n",
+           label, (unsigned long long)sum.events, secs, (double)sum.events / secs / 1e6, pr, pa,
+           (unsigned long long)sum.device_mallocs, (unsigned long long)sum.device_frees,
+           (unsigned long long)sum.ooms);
+  failed(&k, grt_replay_destroy(k.r), "grt_replay_destroy");
   free(k.req);
   free(k.lived);
   return k.err ? -1 : rows;
