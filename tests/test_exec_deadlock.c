@@ -74,9 +74,9 @@ static void test_host_signal_later_is_fine(void **state) {
   assert_int_equal(grt_user_event_value(u, &v), GRT_OK);
   assert_int_equal(v, 5);
   assert_int_equal(grt_user_event_wait(u, 3), GRT_OK);
-  grt_user_event_destroy(u);
-  grt_stream_destroy(s);
-  grt_stream_destroy(t);
+  assert_int_equal(grt_user_event_destroy(u), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
+  assert_int_equal(grt_stream_destroy(t), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -94,8 +94,8 @@ static void test_virtual_host_stall(void **state) {
   assert_int_equal(grt_exec_get_error(exec, msg, sizeof msg), GRT_ERR_DEADLOCK);
   assert_non_null(strstr(msg, "'never'"));
   assert_non_null(strstr(msg, "'stalled'"));
-  grt_user_event_destroy(u);
-  grt_stream_destroy(s);
+  assert_int_equal(grt_user_event_destroy(u), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -147,9 +147,9 @@ static void test_bad_input(void **state) {
   assert_int_equal(grt_exec_destroy(NULL), GRT_OK);
   assert_int_equal(grt_stream_destroy(NULL), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
-  grt_event_destroy(evo);
-  grt_user_event_destroy(uo);
-  grt_stream_destroy(so);
+  assert_int_equal(grt_event_destroy(evo), GRT_OK);
+  assert_int_equal(grt_user_event_destroy(uo), GRT_OK);
+  assert_int_equal(grt_stream_destroy(so), GRT_OK);
   assert_int_equal(grt_exec_destroy(other), GRT_OK);
 }
 
@@ -184,9 +184,9 @@ static void test_stream_ops(void **state) {
   ops.event_synchronize(ops.ctx, ev); /* complete: returns at once */
   ops.event_destroy(ops.ctx, ev);
   assert_int_equal(grt_event_query((grt_event *)(uintptr_t)ev), GRT_ERR_DESTROYED);
-  grt_user_event_destroy(gate);
-  grt_stream_destroy(a);
-  grt_stream_destroy(b);
+  assert_int_equal(grt_user_event_destroy(gate), GRT_OK);
+  assert_int_equal(grt_stream_destroy(a), GRT_OK);
+  assert_int_equal(grt_stream_destroy(b), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK); /* no event of the ops is left alive */
 }
 
@@ -199,7 +199,7 @@ typedef struct uev_wait_arg {
 
 static void host_wait(void *p) {
   uev_wait_arg *a = p;
-  if (a->go) grt_user_event_signal(a->go, 1);
+  if (a->go && (a->st = grt_user_event_signal(a->go, 1))) return; /* reported like the wait's */
   a->st = grt_user_event_wait(a->u, a->v);
 }
 
