@@ -34,7 +34,7 @@ static result oom_status(backend *b) {
   CHECK_OK(b, grt_device_malloc(b->dev, MiB, &hold));
   grt_status st = grt_device_malloc(b->dev, s.capacity, &x); /* the whole memory: never fits now */
   char err[160] = "";
-  grt_device_last_error(b->dev, err, sizeof err);
+  CHECK_OK(b, grt_device_last_error(b->dev, err, sizeof err));
   CHECK(b, st == GRT_ERR_OOM, "got %s", grt_status_name(st));
   CHECK_OK(b, grt_device_free(b->dev, hold));
   CHECK_OK(b, grt_device_malloc(b->dev, MiB, &x));
@@ -77,9 +77,11 @@ static grt_status make_alloc(backend *b, const grt_stream_ops *sim_ops, grt_cuda
   return grt_alloc_create("caching", b->dev, &cfg, a);
 }
 
-static void drop_alloc(grt_allocator *a, grt_cuda_events *ev) {
-  grt_alloc_destroy(a);
-  grt_cuda_events_destroy(ev);
+/* The allocator's destroy status, else the events'. */
+static grt_status drop_alloc(grt_allocator *a, grt_cuda_events *ev) {
+  grt_status st = grt_alloc_destroy(a);
+  grt_status st_ev = grt_cuda_events_destroy(ev);
+  return st ? st : st_ev;
 }
 
 static result caching_reuse(backend *b) {
@@ -88,18 +90,20 @@ static result caching_reuse(backend *b) {
   CHECK_OK(b, make_alloc(b, NULL, &ev, &a));
   grt_devptr p = 0, q = 0, big = 0;
   int same = 1;
-  grt_alloc_malloc(a, 3000, 0, &p);
-  grt_alloc_free(a, p);
+  conf_first kept = CONF_FIRST_INIT;
+  KEEP(kept, grt_alloc_malloc(a, 3000, 0, &p));
+  KEEP(kept, grt_alloc_free(a, p));
   for (int i = 0; i < 100; i++) {
-    grt_alloc_malloc(a, 3000, 0, &q);
+    KEEP(kept, grt_alloc_malloc(a, 3000, 0, &q));
     same &= q == p;
-    grt_alloc_free(a, q);
+    KEEP(kept, grt_alloc_free(a, q));
   }
   grt_status st = grt_alloc_malloc(a, 5 * MiB, 0, &big);
   grt_alloc_stats s;
-  grt_alloc_get_stats(a, &s);
-  grt_alloc_free(a, big);
-  drop_alloc(a, ev);
+  KEEP(kept, grt_alloc_get_stats(a, &s));
+  if (st == GRT_OK) KEEP(kept, grt_alloc_free(a, big));
+  KEEP(kept, drop_alloc(a, ev));
+  CHECK_KEPT(b, kept);
   CHECK(b, st == GRT_OK && same, "reuse broke (%s)", grt_status_name(st));
   CHECK(b, s.num_device_alloc == 2 && s.num_cache_hits == 100, "device allocs %llu, hits %llu",
         (unsigned long long)s.num_device_alloc, (unsigned long long)s.num_cache_hits);
@@ -114,14 +118,16 @@ static result empty_cache(backend *b) {
   CHECK_OK(b, make_alloc(b, NULL, &ev, &a));
   grt_devptr p = 0;
   uint64_t f0 = 0, f1 = 0, t = 0;
+  conf_first kept = CONF_FIRST_INIT;
   grt_status st = grt_alloc_malloc(a, 256 * MiB, 0, &p);
-  if (st == GRT_OK) grt_alloc_free(a, p);
-  grt_device_mem_get_info(b->dev, &f0, &t);
+  if (st == GRT_OK) KEEP(kept, grt_alloc_free(a, p));
+  KEEP(kept, grt_device_mem_get_info(b->dev, &f0, &t));
   grt_status st2 = grt_alloc_empty_cache(a);
-  grt_device_mem_get_info(b->dev, &f1, &t);
+  KEEP(kept, grt_device_mem_get_info(b->dev, &f1, &t));
   grt_alloc_stats s;
-  grt_alloc_get_stats(a, &s);
-  drop_alloc(a, ev);
+  KEEP(kept, grt_alloc_get_stats(a, &s));
+  KEEP(kept, drop_alloc(a, ev));
+  CHECK_KEPT(b, kept);
   CHECK(b, st == GRT_OK && st2 == GRT_OK, "malloc %s, empty_cache %s", grt_status_name(st), grt_status_name(st2));
   CHECK(b, s.reserved_bytes[GRT_STAT_ALL].current == 0, "reserved still %lld",
         (long long)s.reserved_bytes[GRT_STAT_ALL].current);
@@ -134,18 +140,20 @@ static result alloc_oom(backend *b) {
   grt_cuda_events *ev;
   CHECK_OK(b, make_alloc(b, NULL, &ev, &a));
   uint64_t f = 0, t = 0;
-  grt_device_mem_get_info(b->dev, &f, &t);
+  CHECK_OK(b, grt_device_mem_get_info(b->dev, &f, &t));
   grt_devptr p = 0, q = 0, hold = 0;
+  conf_first kept = CONF_FIRST_INIT;
   grt_status st0 = grt_alloc_malloc(a, 32 * MiB, 0, &hold); /* live: keeps the request from fitting */
   if (st0 == GRT_OK) st0 = grt_alloc_malloc(a, 64 * MiB, 0, &p);
-  if (st0 == GRT_OK) grt_alloc_free(a, p); /* cached: the retry must release it */
+  if (st0 == GRT_OK) KEEP(kept, grt_alloc_free(a, p)); /* cached: the retry must release it */
   grt_status st = grt_alloc_malloc(a, t - 16 * MiB, 0, &q);
   char msg[200];
   snprintf(msg, sizeof msg, "%s", grt_alloc_last_error(a));
-  if (hold) grt_alloc_free(a, hold);
+  if (hold) KEEP(kept, grt_alloc_free(a, hold));
   grt_alloc_stats s;
-  grt_alloc_get_stats(a, &s);
-  drop_alloc(a, ev);
+  KEEP(kept, grt_alloc_get_stats(a, &s));
+  KEEP(kept, drop_alloc(a, ev));
+  CHECK_KEPT(b, kept);
   CHECK(b, st0 == GRT_OK && st == GRT_ERR_OOM, "got %s", grt_status_name(st));
   CHECK(b, s.num_ooms == 1 && s.num_alloc_retries == 1 && s.num_device_free == 1, "ooms %llu retries %llu",
         (unsigned long long)s.num_ooms, (unsigned long long)s.num_alloc_retries);
@@ -185,28 +193,30 @@ static result record_stream(backend *b) {
   CHECK_OK(b, make_alloc(b, &ops, &ev, &a));
   grt_devptr p = 0, q = 0, r = 0;
   grt_alloc_stats s1, s2;
+  conf_first kept = CONF_FIRST_INIT;
   grt_status st = grt_alloc_malloc(a, 4 * MiB, ida, &p);
   if (!st) st = grt_alloc_record_stream(a, p, idb);
   if (!st) st = grt_alloc_free(a, p);
-  grt_alloc_get_stats(a, &s1);
+  KEEP(kept, grt_alloc_get_stats(a, &s1));
   if (!st) st = grt_alloc_malloc(a, 4 * MiB, ida, &q); /* p is pending: must not be reused */
   if (b->is_cuda) {
-    grt_cuda_gate_open(gate);
-    grt_cuda_stream_synchronize(sb);
+    KEEP(kept, grt_cuda_gate_open(gate));
+    KEEP(kept, grt_cuda_stream_synchronize(sb));
   } else {
     orc.done = 1;
   }
   if (!st) st = grt_alloc_free(a, q);
   if (!st) st = grt_alloc_malloc(a, 4 * MiB, ida, &r); /* events done: p's block is back */
-  grt_alloc_get_stats(a, &s2);
-  if (!st) grt_alloc_free(a, r);
+  KEEP(kept, grt_alloc_get_stats(a, &s2));
+  if (!st) st = grt_alloc_free(a, r);
   int timed_out = grt_cuda_gate_timed_out(gate);
   const char *mech = b->is_cuda ? grt_cuda_gate_mechanism(gate) : "flag";
-  drop_alloc(a, ev);
-  grt_cuda_gate_destroy(gate);
-  grt_cuda_stream_destroy(sa);
-  grt_cuda_stream_destroy(sb);
+  KEEP(kept, drop_alloc(a, ev));
+  KEEP(kept, grt_cuda_gate_destroy(gate));
+  KEEP(kept, grt_cuda_stream_destroy(sa));
+  KEEP(kept, grt_cuda_stream_destroy(sb));
   CHECK(b, st == GRT_OK, "allocator call failed: %s", grt_status_name(st));
+  CHECK_KEPT(b, kept);
   CHECK(b, !timed_out, "the gate timed out");
   CHECK(b, s1.pending_free_blocks == 1 && q != p, "pending %llu, reused while pending: %d",
         (unsigned long long)s1.pending_free_blocks, q == p);
@@ -224,13 +234,14 @@ static result vmm(backend *b) {
   grt_devptr va = 0;
   CHECK_OK(b, grt_device_reserve(b->dev, 8 * g, &va));
   grt_device_stats s0, s1;
-  grt_device_get_stats(b->dev, &s0);
+  conf_first kept = CONF_FIRST_INIT;
+  KEEP(kept, grt_device_get_stats(b->dev, &s0));
   grt_status m1 = grt_device_map(b->dev, va, 2 * g);
   grt_status m2 = grt_device_map(b->dev, va + 4 * g, 2 * g);
   grt_status overlap = grt_device_map(b->dev, va + g, 2 * g);
   grt_status partial = grt_device_unmap(b->dev, va, g);
   grt_status busy = grt_device_release(b->dev, va);
-  grt_device_get_stats(b->dev, &s1);
+  KEEP(kept, grt_device_get_stats(b->dev, &s1));
   /* Touch the mapped memory: fill, copy back, check. */
   grt_cuda_stream *s = NULL;
   static unsigned char host[1 << 16];
@@ -245,11 +256,12 @@ static result vmm(backend *b) {
         grt_cuda_memcpy_dtoh_async(s, host, va + 2 * g - sizeof host, sizeof host) == GRT_OK &&
         grt_cuda_stream_synchronize(s) == GRT_OK)
       ok_bytes = host[0] == 0x5a && host[sizeof host - 1] == 0x5a;
-    grt_cuda_stream_destroy(s);
+    KEEP(kept, grt_cuda_stream_destroy(s));
   }
   grt_status u1 = grt_device_unmap(b->dev, va, 2 * g);
   grt_status u2 = grt_device_unmap(b->dev, va + 4 * g, 2 * g);
   grt_status rel = grt_device_release(b->dev, va);
+  CHECK_KEPT(b, kept);
   CHECK(b, m1 == GRT_OK && m2 == GRT_OK, "map: %s / %s", grt_status_name(m1), grt_status_name(m2));
   CHECK(b, overlap == GRT_ERR_INVALID_ARG && partial == GRT_ERR_INVALID_ARG && busy == GRT_ERR_BUSY,
         "overlap %s, partial unmap %s, release while mapped %s", grt_status_name(overlap), grt_status_name(partial),

@@ -35,21 +35,23 @@ static result event_snapshot(backend *b) {
   CHECK_OK(b, grt_cuda_launch_host_func(s2, conf_set_flag, (void *)&ran));
   CHECK_OK(b, grt_cuda_gate_block(g3, s1));
   CHECK_OK(b, grt_cuda_event_record(e, s1));        /* snapshot 2: up to g3 */
+  conf_first kept = CONF_FIRST_INIT;
   int early = conf_wait_flag(&ran, QUIET_MS);        /* g1 closed: s2 must wait */
-  grt_cuda_gate_open(g1);
+  KEEP(kept, grt_cuda_gate_open(g1));
   int after = conf_wait_flag(&ran, RUN_MS);          /* g3 still closed */
   grt_status q = grt_cuda_event_query(e);            /* snapshot 2 not done */
   int t3 = grt_cuda_gate_timed_out(g3);
-  grt_cuda_gate_open(g3);
+  KEEP(kept, grt_cuda_gate_open(g3));
   grt_status sync = grt_cuda_event_synchronize(e);
   grt_status q2 = grt_cuda_event_query(e);
-  grt_cuda_stream_synchronize(s2);
+  KEEP(kept, grt_cuda_stream_synchronize(s2));
   const char *mech = grt_cuda_gate_mechanism(g1);
-  grt_cuda_event_destroy(e);
-  grt_cuda_gate_destroy(g1);
-  grt_cuda_gate_destroy(g3);
-  grt_cuda_stream_destroy(s1);
-  grt_cuda_stream_destroy(s2);
+  KEEP(kept, grt_cuda_event_destroy(e));
+  KEEP(kept, grt_cuda_gate_destroy(g1));
+  KEEP(kept, grt_cuda_gate_destroy(g3));
+  KEEP(kept, grt_cuda_stream_destroy(s1));
+  KEEP(kept, grt_cuda_stream_destroy(s2));
+  CHECK_KEPT(b, kept);
   CHECK(b, !early, "s2 ran before the first snapshot completed");
   CHECK(b, after && !t3, "s2 waited for the re-recorded event (wait did not bind at call time; gate %s)", mech);
   CHECK(b, q == GRT_ERR_NOT_READY, "query of re-recorded event: %s", grt_status_name(q));
@@ -69,9 +71,11 @@ static result never_recorded(backend *b) {
   CHECK_OK(b, grt_cuda_stream_wait_event(s, e));
   CHECK_OK(b, grt_cuda_launch_host_func(s, conf_set_flag, (void *)&ran));
   int r = conf_wait_flag(&ran, RUN_MS);
-  grt_cuda_stream_synchronize(s);
-  grt_cuda_event_destroy(e);
-  grt_cuda_stream_destroy(s);
+  conf_first kept = CONF_FIRST_INIT;
+  KEEP(kept, grt_cuda_stream_synchronize(s));
+  KEEP(kept, grt_cuda_event_destroy(e));
+  KEEP(kept, grt_cuda_stream_destroy(s));
+  CHECK_KEPT(b, kept);
   CHECK(b, q == GRT_OK && sy == GRT_OK, "query %s, synchronize %s", grt_status_name(q), grt_status_name(sy));
   CHECK(b, r, "a stream waiting on a never-recorded event did not proceed");
   return r_pass("query done, synchronize returns, a wait on it does not wait");
@@ -89,32 +93,34 @@ static result legacy_stream(backend *b) {
   CHECK_OK(b, grt_cuda_stream_create(b->dev, GRT_CUDA_STREAM_DEFAULT, 0, &blk));
   CHECK_OK(b, grt_cuda_stream_create(b->dev, GRT_CUDA_STREAM_NON_BLOCKING, 0, &nb));
   for (int i = 0; i < 3; i++) CHECK_OK(b, grt_cuda_gate_create(b->dev, GATE_MS, &g[i]));
+  conf_first kept = CONF_FIRST_INIT;
   /* (a) blocking stream held; legacy work must wait for it */
   CHECK_OK(b, grt_cuda_gate_block(g[0], blk));
   CHECK_OK(b, grt_cuda_launch_host_func(leg, conf_set_flag, (void *)&f[0]));
   quiet[0] = !conf_wait_flag(&f[0], QUIET_MS);
-  grt_cuda_gate_open(g[0]);
+  KEEP(kept, grt_cuda_gate_open(g[0]));
   later[0] = conf_wait_flag(&f[0], RUN_MS);
-  grt_cuda_stream_synchronize(leg);
+  KEEP(kept, grt_cuda_stream_synchronize(leg));
   /* (b) non-blocking stream held; legacy work runs anyway */
   CHECK_OK(b, grt_cuda_gate_block(g[1], nb));
   CHECK_OK(b, grt_cuda_launch_host_func(leg, conf_set_flag, (void *)&f[1]));
   later[1] = conf_wait_flag(&f[1], RUN_MS);
   to[1] = grt_cuda_gate_timed_out(g[1]);
-  grt_cuda_gate_open(g[1]);
-  grt_cuda_stream_synchronize(nb);
+  KEEP(kept, grt_cuda_gate_open(g[1]));
+  KEEP(kept, grt_cuda_stream_synchronize(nb));
   /* (c) legacy held; later work on a blocking stream waits for it */
   CHECK_OK(b, grt_cuda_gate_block(g[2], leg));
   CHECK_OK(b, grt_cuda_launch_host_func(blk, conf_set_flag, (void *)&f[2]));
   quiet[2] = !conf_wait_flag(&f[2], QUIET_MS);
-  grt_cuda_gate_open(g[2]);
+  KEEP(kept, grt_cuda_gate_open(g[2]));
   later[2] = conf_wait_flag(&f[2], RUN_MS);
-  grt_device_synchronize(b->dev);
+  KEEP(kept, grt_device_synchronize(b->dev));
   const char *mech = grt_cuda_gate_mechanism(g[0]);
-  for (int i = 0; i < 3; i++) grt_cuda_gate_destroy(g[i]);
-  grt_cuda_stream_destroy(leg);
-  grt_cuda_stream_destroy(blk);
-  grt_cuda_stream_destroy(nb);
+  for (int i = 0; i < 3; i++) KEEP(kept, grt_cuda_gate_destroy(g[i]));
+  KEEP(kept, grt_cuda_stream_destroy(leg));
+  KEEP(kept, grt_cuda_stream_destroy(blk));
+  KEEP(kept, grt_cuda_stream_destroy(nb));
+  CHECK_KEPT(b, kept);
   CHECK(b, quiet[0] && later[0], "(a) legacy after blocking stream: waited %d, ran %d", quiet[0], later[0]);
   CHECK(b, later[1] && !to[1], "(b) legacy did not overtake a held non-blocking stream (gate %s)", mech);
   CHECK(b, quiet[2] && later[2], "(c) blocking stream after legacy: waited %d, ran %d", quiet[2], later[2]);
@@ -148,11 +154,13 @@ static result host_func_order(backend *b) {
     CHECK_OK(b, grt_cuda_launch_host_func(s, log_order, &args[i]));
   }
   grt_status q = grt_cuda_stream_query(s);
-  grt_cuda_gate_open(g);
+  CHECK_OK(b, grt_cuda_gate_open(g));
   CHECK_OK(b, grt_cuda_stream_synchronize(s));
   grt_status q2 = grt_cuda_stream_query(s);
-  grt_cuda_gate_destroy(g);
-  grt_cuda_stream_destroy(s);
+  conf_first kept = CONF_FIRST_INIT;
+  KEEP(kept, grt_cuda_gate_destroy(g));
+  KEEP(kept, grt_cuda_stream_destroy(s));
+  CHECK_KEPT(b, kept);
   int in_order = log.n == 64;
   for (int i = 0; in_order && i < 64; i++) in_order = log.seen[i] == i;
   CHECK(b, in_order, "%d host functions ran, not in issue order", log.n);
@@ -186,12 +194,14 @@ static result copies(backend *b) {
   if (!st) st = grt_cuda_stream_synchronize(s);
   if (!st) copy_ok = memcmp(h, back, N) == 0;
   grt_status st_end = st;
-  if (d1) grt_device_free(b->dev, d1);
-  if (d2) grt_device_free(b->dev, d2);
-  grt_cuda_stream_destroy(s);
+  conf_first kept = CONF_FIRST_INIT;
+  if (d1) KEEP(kept, grt_device_free(b->dev, d1));
+  if (d2) KEEP(kept, grt_device_free(b->dev, d2));
+  KEEP(kept, grt_cuda_stream_destroy(s));
   free(h);
   free(back);
   CHECK(b, st_end == GRT_OK, "a call failed: %s", grt_status_name(st_end));
+  CHECK_KEPT(b, kept);
   CHECK(b, fill_ok && copy_ok, "memset ok %d, H->D->D->H round trip ok %d", fill_ok, copy_ok);
   return r_pass("16 MiB memset, H2D, D2D, D2H byte-exact");
 }
@@ -208,10 +218,12 @@ static result destroy_pending(backend *b) {
   grt_status d = grt_cuda_stream_destroy(s); /* returns at once */
   int before = __atomic_load_n(&ran, __ATOMIC_SEQ_CST);
   int to = grt_cuda_gate_timed_out(g);
-  grt_cuda_gate_open(g);
+  conf_first kept = CONF_FIRST_INIT;
+  KEEP(kept, grt_cuda_gate_open(g));
   int after = conf_wait_flag(&ran, RUN_MS);
-  grt_device_synchronize(b->dev);
-  grt_cuda_gate_destroy(g);
+  KEEP(kept, grt_device_synchronize(b->dev));
+  KEEP(kept, grt_cuda_gate_destroy(g));
+  CHECK_KEPT(b, kept);
   CHECK(b, d == GRT_OK && !before && !to, "destroy %s, work ran early %d", grt_status_name(d), before);
   CHECK(b, after, "pending work on the destroyed stream never ran");
   return r_pass("destroy returned at once; the pending work still ran");

@@ -47,6 +47,23 @@ result r_na(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
   } while (0)
 #define CHECK_OK(b, expr) CHECK(b, (expr) == GRT_OK, "%s failed (line %d)", #expr, __LINE__)
 
+/* A case that measures first and judges after its cleanup collects the
+ * statuses of the calls it does not judge one by one (gate opens,
+ * synchronizes, stats, frees, destroys) with KEEP; CHECK_KEPT fails the case
+ * with the first of them that failed. */
+typedef struct conf_first {
+  grt_status st;
+  const char *call;
+  int line;
+} conf_first;
+#define CONF_FIRST_INIT {GRT_OK, NULL, 0}
+static inline void conf_keep(conf_first *f, grt_status st, const char *call, int line) {
+  if (f->st == GRT_OK && st != GRT_OK) *f = (conf_first){st, call, line};
+}
+#define KEEP(f, expr) conf_keep(&(f), (expr), #expr, __LINE__)
+#define CHECK_KEPT(b, f) \
+  CHECK(b, (f).st == GRT_OK, "%s failed: %s (line %d)", (f).call, grt_status_name((f).st), (f).line)
+
 void conf_append_error(result *r, grt_device *dev);
 /* Polls *flag (set by a host function) for up to ms milliseconds; returns its value. */
 int conf_wait_flag(volatile int *flag, int ms);

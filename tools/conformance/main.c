@@ -81,7 +81,8 @@ int main(int argc, char **argv) {
   if (pst == GRT_OK) pst = grt_device_create_cuda(0, &cuda.dev);
   if (pst == GRT_OK) {
     char name[128] = "?";
-    grt_cuda_device_name(cuda.dev, name, sizeof name);
+    grt_status nst = grt_cuda_device_name(cuda.dev, name, sizeof name);
+    if (nst) snprintf(name, sizeof name, "? (%s)", grt_status_name(nst));
     snprintf(cuda_cell, sizeof cuda_cell, "%s, device 0: %s", probe, name);
   } else {
     snprintf(cuda_cell, sizeof cuda_cell, "no CUDA: %s (%s)", grt_status_name(pst), probe);
@@ -108,6 +109,7 @@ int main(int argc, char **argv) {
   printf("\n%d case(s), %d failure(s); CUDA %s\n", idx, failures, cuda.dev ? "ran" : "not available");
   grt_status st = grt_device_destroy(cuda.dev);
   if (st) fprintf(stderr, "conformance: destroying the CUDA device: %s\n", grt_status_name(st));
-  grt_device_destroy(sim.dev);
-  return failures ? 1 : 0;
+  grt_status sst = grt_device_destroy(sim.dev); /* every case freed what it took: idle */
+  if (sst) fprintf(stderr, "conformance: destroying the simulated device: %s\n", grt_status_name(sst));
+  return failures || sst ? 1 : 0;
 }
