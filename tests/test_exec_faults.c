@@ -48,8 +48,8 @@ static void check_after_fault(sweep *sw) {
 
 static void add_one(void *p) { (*(int *)p)++; }
 
-/* Streams, events, a user event, the per-thread stream and the allocator
- * hook's event; kernels, a memset, waits and syncs between them. */
+/* Streams, events, a user event, the per-thread stream and an event of the
+ * exec's grt_stream_ops; kernels, a memset, waits and syncs between them. */
 static void workload(sweep *sw) {
   grt_exec *exec = sw->exec;
   grt_stream *a = NULL, *b = NULL, *c = NULL, *pt = NULL, *legacy = NULL;
@@ -79,16 +79,20 @@ static void workload(sweep *sw) {
   assert_int_equal(grt_memset_async(pt, p, 7, 4096), GRT_OK);
   grt_stream_id id = 0;
   assert_int_equal(grt_stream_get_id(a, &id), GRT_OK);
-  void *hook_ev = NULL;
-  CREATE(sw, hook_ev, grt_exec_cb_event_record(exec, id, &hook_ev));
-  assert_int_equal(grt_exec_cb_stream_wait(exec, id, hook_ev), GRT_OK);
+  grt_stream_ops ops;
+  assert_int_equal(grt_exec_stream_ops(exec, &ops), GRT_OK);
+  uint64_t hook_id = 0;
+  CREATE(sw, hook_id, ops.record_event(ops.ctx, id, &hook_id));
+  grt_event *hook_ev = (grt_event *)(uintptr_t)hook_id; /* the exec's ids are its events */
+  assert_int_equal(grt_stream_wait_event(a, hook_ev), GRT_OK);
   assert_int_equal(grt_event_synchronize(e2), GRT_OK);
   assert_int_equal(grt_exec_legacy_stream(exec, &legacy), GRT_OK);
   assert_int_equal(grt_launch_kernel(legacy, &k), GRT_OK);
   assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
   assert_int_equal(counter, 4);
-  assert_int_equal(grt_exec_cb_event_query(exec, hook_ev), GRT_OK);
-  assert_int_equal(grt_exec_cb_event_release(exec, hook_ev), GRT_OK);
+  assert_int_equal(ops.event_query(ops.ctx, hook_id), 1);
+  ops.event_destroy(ops.ctx, hook_id);
+  assert_int_equal(grt_event_query(hook_ev), GRT_ERR_DESTROYED);
   assert_int_equal(grt_device_free(dev, p), GRT_OK);
   assert_int_equal(grt_event_destroy(e1), GRT_OK);
   assert_int_equal(grt_event_destroy(e2), GRT_OK);

@@ -390,15 +390,6 @@ GRT_API grt_status grt_exec_device_free(grt_exec *exec, grt_devptr ptr);
  * The ops keep no state but ctx: they stay valid as long as the exec. */
 GRT_API grt_status grt_exec_stream_ops(grt_exec *exec, grt_stream_ops *out);
 
-/* Creates a timing-disabled event recorded on stream `id`; *event_out owns it. */
-GRT_API grt_status grt_exec_cb_event_record(void *ctx, grt_stream_id id, void **event_out);
-/* GRT_OK when the event completed, GRT_ERR_NOT_READY otherwise. */
-GRT_API grt_status grt_exec_cb_event_query(void *ctx, void *event);
-/* Makes stream `id` wait for the event. */
-GRT_API grt_status grt_exec_cb_stream_wait(void *ctx, grt_stream_id id, void *event);
-/* Destroys an event made by grt_exec_cb_event_record. */
-GRT_API grt_status grt_exec_cb_event_release(void *ctx, void *event);
-
 /* ---- fault injection (tests; src/exec/fault.c) ------------------------------------ */
 
 typedef enum grt_exec_fault {

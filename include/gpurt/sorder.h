@@ -216,10 +216,6 @@ GRT_API grt_status grt_mempool_get_counters(grt_mempool *pool, grt_mempool_count
 /* The underlying allocator (for its stats and snapshot; do not free through it). */
 GRT_API grt_status grt_mempool_get_allocator(grt_mempool *pool, grt_allocator **out);
 
-/* A grt_stream_ops whose events are the executor's (for any "caching"
- * allocator used with record_stream over an exec). ctx is the exec. */
-GRT_API grt_status grt_exec_stream_ops(grt_exec *exec, grt_stream_ops *out);
-
 /* ---- pinned host pool ----------------------------------------------------------------- */
 
 typedef struct grt_pinned_pool grt_pinned_pool;

@@ -236,38 +236,3 @@ grt_status grt_exec_stream_ops(grt_exec *exec, grt_stream_ops *out) {
   *out = (grt_stream_ops){exec, ops_record, ops_query, ops_synchronize, ops_destroy};
   return GRT_OK;
 }
-
-/* ---- callback-shaped wrappers on void * events (ctx is the exec) ---- */
-
-grt_status grt_exec_cb_event_record(void *ctx, grt_stream_id id, void **event_out) {
-  grt_exec *exec = ctx;
-  grt_stream *s;
-  grt_event *ev;
-  if (!event_out) return GRT_ERR_INVALID_ARG;
-  grt_status st = grt_exec_stream_from_id(exec, id, &s);
-  if (st || (st = grt_event_create(exec, GRT_EVENT_DISABLE_TIMING, &ev))) return st;
-  if ((st = grt_event_record(ev, s))) {
-    grt_event_destroy(ev);
-    return st;
-  }
-  *event_out = ev;
-  return GRT_OK;
-}
-
-grt_status grt_exec_cb_event_query(void *ctx, void *event) {
-  grt_event *ev = event;
-  if (ev && ev->magic == GRT__EVENT_MAGIC && ev->exec != ctx) return GRT_ERR_WRONG_DEVICE;
-  return grt_event_query(ev);
-}
-
-grt_status grt_exec_cb_stream_wait(void *ctx, grt_stream_id id, void *event) {
-  grt_stream *s;
-  grt_status st = grt_exec_stream_from_id(ctx, id, &s);
-  return st ? st : grt_stream_wait_event(s, event);
-}
-
-grt_status grt_exec_cb_event_release(void *ctx, void *event) {
-  grt_event *ev = event;
-  if (ev && ev->magic == GRT__EVENT_MAGIC && ev->exec != ctx) return GRT_ERR_WRONG_DEVICE;
-  return grt_event_destroy(ev);
-}
