@@ -124,8 +124,9 @@ grt_status grt_cuda_events_destroy(grt_cuda_events *e) {
   pthread_mutex_unlock(&e->lock);
   if (busy) return GRT_ERR_BUSY;
   for (size_t i = 0; i < e->n_events; i++) grt_cuda_event_destroy(e->events[i]);
-  for (size_t i = 0; e->streams.slots && i <= e->streams.mask; i++)
-    if (e->streams.slots[i].key != UINT64_MAX) grt_cuda_stream_destroy(e->streams.slots[i].value);
+  grt__u64map_iter it = grt__u64map_begin(&e->streams);
+  void *s;
+  while (grt__u64map_next(&e->streams, &it, NULL, &s)) grt_cuda_stream_destroy(s);
   grt__u64map_free(&e->streams);
   free(e->events);
   free(e->free_ids);

@@ -11,6 +11,8 @@ void grt__u64map_init(grt__u64map *m) {
   m->slots = NULL;
   m->mask = 0;
   m->count = 0;
+  m->has_max = false;
+  m->max_value = NULL;
 }
 
 void grt__u64map_free(grt__u64map *m) {
@@ -18,9 +20,14 @@ void grt__u64map_free(grt__u64map *m) {
   grt__u64map_init(m);
 }
 
-static bool grow(grt__u64map *m) {
-  size_t old_cap = m->slots ? m->mask + 1 : 0;
-  size_t cap = old_cap ? old_cap * 2 : 64;
+static size_t capacity(const grt__u64map *m) { return m->slots ? m->mask + 1 : 0; }
+
+/* Entries in the slots (the UINT64_MAX key has none). */
+static size_t in_slots(const grt__u64map *m) { return m->count - (m->has_max ? 1 : 0); }
+
+/* Moves every entry into cap slots (a power of two); false, map unchanged, when out of memory. */
+static bool resize(grt__u64map *m, size_t cap) {
+  size_t old_cap = capacity(m);
   grt__u64map_slot *s = malloc(cap * sizeof *s);
   if (!s) return false;
   for (size_t i = 0; i < cap; i++) s[i].key = EMPTY;
@@ -37,10 +44,21 @@ static bool grow(grt__u64map *m) {
   return true;
 }
 
+bool grt__u64map_reserve(grt__u64map *m, size_t n) {
+  if (n > SIZE_MAX / 8 - in_slots(m)) return false;
+  size_t need = in_slots(m) + n, cap = capacity(m) ? capacity(m) : 64;
+  while (need * 4 > cap * 3) cap *= 2; /* the load stays at most 3/4 */
+  return cap == capacity(m) || resize(m, cap);
+}
+
 bool grt__u64map_put(grt__u64map *m, uint64_t key, void *value) {
-  if (!m->slots || (m->count + 1) * 4 > (m->mask + 1) * 3) {
-    if (!grow(m)) return false;
+  if (key == EMPTY) {
+    if (!m->has_max) m->count++;
+    m->has_max = true;
+    m->max_value = value;
+    return true;
   }
+  if ((!m->slots || (in_slots(m) + 1) * 4 > (m->mask + 1) * 3) && !grt__u64map_reserve(m, 1)) return false;
   size_t j = hash64(key) & m->mask;
   while (m->slots[j].key != EMPTY && m->slots[j].key != key) j = (j + 1) & m->mask;
   if (m->slots[j].key == EMPTY) m->count++;
@@ -50,7 +68,14 @@ bool grt__u64map_put(grt__u64map *m, uint64_t key, void *value) {
 }
 
 void *grt__u64map_del(grt__u64map *m, uint64_t key) {
-  if (!m->slots || key == EMPTY) return NULL;
+  if (key == EMPTY) {
+    void *v = m->max_value;
+    if (m->has_max) m->count--;
+    m->has_max = false;
+    m->max_value = NULL;
+    return v;
+  }
+  if (!m->slots) return NULL;
   size_t j = hash64(key) & m->mask;
   while (m->slots[j].key != key) {
     if (m->slots[j].key == EMPTY) return NULL;

@@ -100,11 +100,11 @@ static grt_status cuda_malloc_at(void *impl, grt_devptr addr, uint64_t size) {
 /* Classifies a pointer that does not start a live segment. */
 static grt_status classify_bad(const grt__cuda_dev *d, grt_devptr ptr) {
   if (grt__u64map_get(&d->freed, ptr)) return GRT_ERR_DOUBLE_FREE;
-  for (size_t i = 0; d->live.slots && i <= d->live.mask; i++) {
-    uint64_t k = d->live.slots[i].key;
-    if (k != UINT64_MAX && ptr > k && ptr < k + (uint64_t)(uintptr_t)d->live.slots[i].value)
-      return GRT_ERR_INTERIOR_POINTER;
-  }
+  grt__u64map_iter it = grt__u64map_begin(&d->live);
+  uint64_t k;
+  void *size;
+  while (grt__u64map_next(&d->live, &it, &k, &size))
+    if (ptr > k && ptr < k + (uint64_t)(uintptr_t)size) return GRT_ERR_INTERIOR_POINTER;
   return GRT_ERR_UNKNOWN_POINTER;
 }
 
@@ -178,8 +178,9 @@ static void cuda_walk(void *impl, grt_device_segment_fn fn, void *ctx) {
   uint64_t *addrs = malloc((d->live.count + 1) * sizeof *addrs);
   size_t n = 0;
   if (!addrs) return;
-  for (size_t i = 0; d->live.slots && i <= d->live.mask; i++)
-    if (d->live.slots[i].key != UINT64_MAX) addrs[n++] = d->live.slots[i].key;
+  grt__u64map_iter it = grt__u64map_begin(&d->live);
+  uint64_t addr;
+  while (grt__u64map_next(&d->live, &it, &addr, NULL)) addrs[n++] = addr;
   qsort(addrs, n, sizeof *addrs, cmp_u64);
   for (size_t i = 0; i < n; i++) fn(ctx, addrs[i], (uint64_t)(uintptr_t)grt__u64map_get(&d->live, addrs[i]));
   free(addrs);

@@ -67,9 +67,12 @@ grt_status grt__cuda_reserve(void *impl, uint64_t size, grt_devptr *va) {
 
 /* The reservation holding [va, va+size) entirely, or 0. */
 static grt_devptr reservation_of(const grt__cuda_dev *d, grt_devptr va, uint64_t size) {
-  for (size_t i = 0; d->reserved.slots && i <= d->reserved.mask; i++) {
-    uint64_t k = d->reserved.slots[i].key, n = (uint64_t)(uintptr_t)d->reserved.slots[i].value;
-    if (k != UINT64_MAX && va >= k && va + size <= k + n && va + size > va) return k;
+  grt__u64map_iter it = grt__u64map_begin(&d->reserved);
+  uint64_t k;
+  void *v;
+  while (grt__u64map_next(&d->reserved, &it, &k, &v)) {
+    uint64_t n = (uint64_t)(uintptr_t)v;
+    if (va >= k && va + size <= k + n && va + size > va) return k;
   }
   return 0;
 }
@@ -77,9 +80,10 @@ static grt_devptr reservation_of(const grt__cuda_dev *d, grt_devptr va, uint64_t
 /* Calls fn on each piece overlapping [va, va+size); stops when fn returns nonzero. */
 static int each_piece(const grt__cuda_dev *d, grt_devptr va, uint64_t size, int (*fn)(void *, grt__vmm_piece *),
                       void *ctx) {
-  for (size_t i = 0; d->pieces.slots && i <= d->pieces.mask; i++) {
-    if (d->pieces.slots[i].key == UINT64_MAX) continue;
-    grt__vmm_piece *p = d->pieces.slots[i].value;
+  grt__u64map_iter it = grt__u64map_begin(&d->pieces);
+  void *v;
+  while (grt__u64map_next(&d->pieces, &it, NULL, &v)) {
+    grt__vmm_piece *p = v;
     if (p->va < va + size && va < p->va + p->size && fn(ctx, p)) return 1;
   }
   return 0;
@@ -226,21 +230,12 @@ grt_status grt__cuda_release(void *impl, grt_devptr va) {
 
 void grt__cuda_vmm_teardown(grt__cuda_dev *d) {
   int tok = grt__cuda_enter(d);
-  while (d->pieces.count) {
-    for (size_t i = 0; i <= d->pieces.mask; i++) {
-      if (d->pieces.slots[i].key == UINT64_MAX) continue;
-      drop_piece(d, d->pieces.slots[i].value);
-      break;
-    }
-  }
-  while (d->reserved.count) {
-    for (size_t i = 0; i <= d->reserved.mask; i++) {
-      uint64_t k = d->reserved.slots[i].key;
-      if (k == UINT64_MAX) continue;
-      d->cu->MemAddressFree(k, (size_t)(uintptr_t)d->reserved.slots[i].value);
-      grt__u64map_del(&d->reserved, k);
-      break;
-    }
+  void *v;
+  while (grt__u64map_first(&d->pieces, NULL, &v)) drop_piece(d, v); /* each drop erases its entry */
+  uint64_t k;
+  while (grt__u64map_first(&d->reserved, &k, &v)) {
+    d->cu->MemAddressFree(k, (size_t)(uintptr_t)v);
+    grt__u64map_del(&d->reserved, k);
   }
   grt__cuda_leave(d, tok);
 }

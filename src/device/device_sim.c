@@ -255,9 +255,10 @@ static void sim_walk(void *impl, grt_device_segment_fn fn, void *ctx) {
   uint64_t *addrs = malloc((s->live.count + 1) * sizeof *addrs);
   size_t n = 0;
   if (!addrs) return;
-  for (size_t i = 0; s->live.slots && i <= s->live.mask; i++)
-    if (s->live.slots[i].key != UINT64_MAX && !grt__u64map_get(&s->pages, s->live.slots[i].key))
-      addrs[n++] = s->live.slots[i].key;
+  grt__u64map_iter it = grt__u64map_begin(&s->live);
+  uint64_t addr;
+  while (grt__u64map_next(&s->live, &it, &addr, NULL))
+    if (!grt__u64map_get(&s->pages, addr)) addrs[n++] = addr;
   qsort(addrs, n, sizeof *addrs, cmp_u64);
   for (size_t i = 0; i < n; i++) fn(ctx, addrs[i], (uint64_t)(uintptr_t)grt__u64map_get(&s->live, addrs[i]));
   free(addrs);

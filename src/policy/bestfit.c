@@ -39,8 +39,9 @@ static grt_status bf_create(grt_allocator *a) {
 
 static void bf_destroy(grt_allocator *a) {
   bestfit *b = a->impl;
-  for (size_t i = 0; b->live.slots && i <= b->live.mask; i++)
-    if (b->live.slots[i].key != UINT64_MAX) free(b->live.slots[i].value);
+  grt__u64map_iter it = grt__u64map_begin(&b->live);
+  void *f;
+  while (grt__u64map_next(&b->live, &it, NULL, &f)) free(f);
   grt__u64map_free(&b->live);
   if (b->range) {
     grt__range_destroy(b->range);
@@ -111,11 +112,11 @@ static grt_status bf_malloc(grt_allocator *a, uint64_t size, grt_stream_id strea
 
 static grt_status classify(bestfit *b, grt_devptr ptr) {
   if (!b->range || ptr < b->base || ptr >= b->base + b->capacity) return GRT_ERR_UNKNOWN_POINTER;
-  for (size_t i = 0; b->live.slots && i <= b->live.mask; i++) { /* error path: a scan is fine */
-    uint64_t k = b->live.slots[i].key;
-    if (k != UINT64_MAX && ptr > k && ptr < k + ((fblock *)b->live.slots[i].value)->size)
-      return GRT_ERR_INTERIOR_POINTER;
-  }
+  grt__u64map_iter it = grt__u64map_begin(&b->live);
+  uint64_t k;
+  void *f;
+  while (grt__u64map_next(&b->live, &it, &k, &f)) /* error path: a scan is fine */
+    if (ptr > k && ptr < k + ((fblock *)f)->size) return GRT_ERR_INTERIOR_POINTER;
   return GRT_ERR_DOUBLE_FREE; /* inside the arena, in free space */
 }
 
@@ -182,8 +183,10 @@ static grt_status bf_snapshot(grt_allocator *a, grt_alloc_snapshot *out) {
     free(lb);
     return GRT_ERR_NOMEM;
   }
-  for (size_t i = 0; b->live.slots && i <= b->live.mask; i++)
-    if (b->live.slots[i].key != UINT64_MAX) lb[k++] = (live_block){b->live.slots[i].key, b->live.slots[i].value};
+  grt__u64map_iter it = grt__u64map_begin(&b->live);
+  uint64_t addr;
+  void *f;
+  while (grt__u64map_next(&b->live, &it, &addr, &f)) lb[k++] = (live_block){addr, f};
   qsort(lb, n, sizeof *lb, cmp_live);
   grt_devptr at = b->base;
   for (size_t i = 0; i <= n; i++) {
@@ -207,8 +210,9 @@ static grt_status bf_check(grt_allocator *a, char *msg, size_t msg_size) {
     return GRT_ERR_INTERNAL;
   }
   int64_t bytes = 0;
-  for (size_t i = 0; b->live.slots && i <= b->live.mask; i++)
-    if (b->live.slots[i].key != UINT64_MAX) bytes += (int64_t)((fblock *)b->live.slots[i].value)->size;
+  grt__u64map_iter it = grt__u64map_begin(&b->live);
+  void *f;
+  while (grt__u64map_next(&b->live, &it, NULL, &f)) bytes += (int64_t)((fblock *)f)->size;
   uint64_t free_bytes = b->range ? grt__range_free_bytes(b->range) : 0;
   if (bytes != a->stats.allocated_bytes[GRT_STAT_ALL].current || (b->range && (uint64_t)bytes + free_bytes != b->capacity)) {
     snprintf(msg, msg_size, "bestfit: %lld live bytes, stats say %lld, %llu free of %llu", (long long)bytes,

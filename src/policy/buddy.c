@@ -72,8 +72,9 @@ static grt_status buddy_create(grt_allocator *a) {
 
 static void buddy_destroy(grt_allocator *a) {
   buddy *b = a->impl;
-  for (size_t i = 0; b->blocks.slots && i <= b->blocks.mask; i++)
-    if (b->blocks.slots[i].key != UINT64_MAX) free(b->blocks.slots[i].value);
+  grt__u64map_iter it = grt__u64map_begin(&b->blocks);
+  void *k;
+  while (grt__u64map_next(&b->blocks, &it, NULL, &k)) free(k);
   for (size_t i = 0; i < b->segs.n; i++) {
     grt__zoo_device_free(a, seg_at(b, i)->seg.base, seg_at(b, i)->seg.size);
     free(seg_at(b, i));

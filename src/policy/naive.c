@@ -28,10 +28,12 @@ static grt_status naive_create(grt_allocator *a) {
 
 static void naive_destroy(grt_allocator *a) {
   naive *n = a->impl;
-  for (size_t i = 0; n->live.slots && i <= n->live.mask; i++) {
-    if (n->live.slots[i].key == UINT64_MAX) continue;
-    grt_device_free(a->dev, n->live.slots[i].key);
-    free(n->live.slots[i].value);
+  grt__u64map_iter it = grt__u64map_begin(&n->live);
+  uint64_t addr;
+  void *b;
+  while (grt__u64map_next(&n->live, &it, &addr, &b)) {
+    grt_device_free(a->dev, addr);
+    free(b);
   }
   grt__u64map_free(&n->live);
   free(n);
@@ -137,14 +139,16 @@ static grt_status naive_snapshot(grt_allocator *a, grt_alloc_snapshot *out) {
   naive *n = a->impl;
   out->segments = calloc(n->live.count + 1, sizeof *out->segments);
   if (!out->segments) return GRT_ERR_NOMEM;
-  for (size_t i = 0; n->live.slots && i <= n->live.mask; i++) {
-    if (n->live.slots[i].key == UINT64_MAX) continue;
-    const nblock *b = n->live.slots[i].value;
+  grt__u64map_iter it = grt__u64map_begin(&n->live);
+  uint64_t addr;
+  void *v;
+  while (grt__u64map_next(&n->live, &it, &addr, &v)) {
+    const nblock *b = v;
     grt_snapshot_segment *seg = &out->segments[out->n_segments];
     seg->blocks = malloc(sizeof *seg->blocks);
     if (!seg->blocks) return GRT_ERR_NOMEM;
     out->n_segments++;
-    seg->address = n->live.slots[i].key;
+    seg->address = addr;
     seg->stream = b->stream;
     seg->is_large = pool_of(b->size) == GRT_STAT_LARGE_POOL;
     seg->n_blocks = 1;
@@ -158,8 +162,9 @@ static grt_status naive_snapshot(grt_allocator *a, grt_alloc_snapshot *out) {
 static grt_status naive_check(grt_allocator *a, char *msg, size_t msg_size) {
   naive *n = a->impl;
   int64_t bytes = 0;
-  for (size_t i = 0; n->live.slots && i <= n->live.mask; i++)
-    if (n->live.slots[i].key != UINT64_MAX) bytes += (int64_t)((nblock *)n->live.slots[i].value)->size;
+  grt__u64map_iter it = grt__u64map_begin(&n->live);
+  void *b;
+  while (grt__u64map_next(&n->live, &it, NULL, &b)) bytes += (int64_t)((nblock *)b)->size;
   if (bytes != a->stats.allocated_bytes[GRT_STAT_ALL].current ||
       (int64_t)n->live.count != a->stats.allocation[GRT_STAT_ALL].current) {
     snprintf(msg, msg_size, "naive: recount %lld bytes in %zu blocks, stats say %lld in %lld", (long long)bytes,

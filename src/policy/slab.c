@@ -156,8 +156,9 @@ static void release_segment(grt_allocator *a, sseg *g) {
 
 static void slab_destroy(grt_allocator *a) {
   slab *s = a->impl;
-  for (size_t i = 0; s->live.slots && i <= s->live.mask; i++)
-    if (s->live.slots[i].key != UINT64_MAX) free(s->live.slots[i].value);
+  grt__u64map_iter it = grt__u64map_begin(&s->live);
+  void *al;
+  while (grt__u64map_next(&s->live, &it, NULL, &al)) free(al);
   while (s->segs.n) {
     sseg *g = seg_at(s, s->segs.n - 1);
     for (size_t i = 0; i < g->n_pages; i++) g->pages[i].owner = NULL;
@@ -399,9 +400,10 @@ static grt_status slab_check(grt_allocator *a, char *msg, size_t msg_size) {
   size_t owned = 0, listed = 0, virtual_live = 0;
   grt_status st = check_pages(s, &r, &owned, msg, msg_size);
   if (st) return st;
-  for (size_t i = 0; s->live.slots && i <= s->live.mask; i++) {
-    if (s->live.slots[i].key == UINT64_MAX) continue;
-    const salloc *al = s->live.slots[i].value;
+  grt__u64map_iter it = grt__u64map_begin(&s->live);
+  void *v;
+  while (grt__u64map_next(&s->live, &it, NULL, &v)) {
+    const salloc *al = v;
     if ((st = check_alloc(s, al, &r, msg, msg_size))) return st;
     listed += al->n_pages;
     virtual_live += al->n_pages > 1;

@@ -61,9 +61,10 @@ void grt__hb_init(grt_sorder *so) {
 }
 
 static void free_clock_entry(grt__u64map *m) {
-  for (size_t i = 0; m->mask && i <= m->mask; i++) {
-    if (m->slots[i].key == UINT64_MAX) continue;
-    grt__hb_clock *c = m->slots[i].value;
+  grt__u64map_iter it = grt__u64map_begin(m);
+  void *v;
+  while (grt__u64map_next(m, &it, NULL, &v)) {
+    grt__hb_clock *c = v;
     grt__hb_clock_free(c);
     free(c);
   }
@@ -78,9 +79,10 @@ void grt__hb_free(grt_sorder *so) {
   grt__u64map_free(&so->by_id);
   free_clock_entry(&so->ev_clocks);
   grt__u64map *m = &so->buffers;
-  for (size_t i = 0; m->mask && i <= m->mask; i++) {
-    if (m->slots[i].key == UINT64_MAX) continue;
-    grt__hb_buffer *b = m->slots[i].value;
+  grt__u64map_iter it = grt__u64map_begin(m);
+  void *v;
+  while (grt__u64map_next(m, &it, NULL, &v)) {
+    grt__hb_buffer *b = v;
     free(b->reads);
     free(b);
   }
