@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 
 typedef struct demo {
   const char *name;
@@ -34,20 +35,42 @@ static int run_all(void) {
   return rc;
 }
 
+static const struct option help_only[] = {
+    CLI_OPT_HELP_ENTRY,
+    {NULL, 0, NULL, 0},
+};
+
 static void usage(FILE *f) {
   fprintf(f, "usage: gpurt demo <name> [options]\n\ndemos:\n  %-10s %s\n", "all", "run every demo below");
   for (size_t i = 0; demos[i].name; i++) fprintf(f, "  %-10s %s\n", demos[i].name, demos[i].summary);
 }
 
+/* The demo's name comes first; its own options follow it and are its to parse. */
 int grt_cmd_demo(int argc, char **argv) {
-  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-    usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+  cli_opts p;
+  cli_opts_init(&p, "demo", argc, argv, help_only, true);
+  if (p.help) {
+    usage(stdout);
+    return 0;
   }
-  if (!strcmp(argv[1], "all")) return run_all();
+  int c = cli_opts_next(&p);
+  if (c == CLI_OPT_ERROR) return 2;
+  if (c == CLI_OPT_END) {
+    usage(stderr);
+    return 2;
+  }
+  int first = cli_opts_index(&p) - 1;
+  argc -= first;
+  argv += first;
+  if (!strcmp(argv[0], "all")) {
+    cli_opts_init(&p, "demo all", argc, argv, help_only, false);
+    if (p.help) {
+      usage(stdout);
+      return 0;
+    }
+    return cli_opts_expect_end(&p) ? 2 : run_all();
+  }
   for (size_t i = 0; demos[i].name; i++)
-    if (!strcmp(argv[1], demos[i].name)) return demos[i].run(argc - 1, argv + 1);
-  fprintf(stderr, "gpurt demo: unknown demo '%s'\n", argv[1]);
-  usage(stderr);
-  return 2;
+    if (!strcmp(argv[0], demos[i].name)) return demos[i].run(argc, argv);
+  return cli_opts_fail(&p, "unknown demo '%s'", argv[0]);
 }

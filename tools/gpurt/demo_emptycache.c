@@ -16,6 +16,7 @@
 
 #include "base/rng.h"
 #include "cli.h"
+#include "cli_opts.h"
 #include "gpurt/alloc.h"
 
 #define MB GRT_MiB
@@ -77,17 +78,27 @@ static void strip(const run_result *r, uint64_t top) {
   }
 }
 
+enum { EMPTYCACHE_CSV = 256 };
+
+static const struct option emptycache_options[] = {
+    {"csv", required_argument, NULL, EMPTYCACHE_CSV},
+    CLI_OPT_HELP_ENTRY,
+    {NULL, 0, NULL, 0},
+};
+
 int grt_demo_emptycache(int argc, char **argv) {
   const char *csv = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--csv") && i + 1 < argc) {
-      csv = argv[++i];
-    } else {
-      printf("usage: gpurt demo emptycache [--csv FILE]\n\n"
-             "A training loop calling empty_cache() every step, with PyTorch's policy (return every\n"
-             "free segment) and the idle-cycles policy (return segments unused for N calls).\n");
-      return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
-    }
+  cli_opts args;
+  cli_opts_init(&args, "demo emptycache", argc, argv, emptycache_options, false);
+  if (args.help) {
+    printf("usage: gpurt demo emptycache [--csv FILE]\n\n"
+           "A training loop calling empty_cache() every step, with PyTorch's policy (return every\n"
+           "free segment) and the idle-cycles policy (return segments unused for N calls).\n");
+    return 0;
+  }
+  for (int c; (c = cli_opts_next(&args)) != CLI_OPT_END;) {
+    if (c != EMPTYCACHE_CSV) return c == CLI_OPT_POSITIONAL ? cli_opts_unexpected(&args) : 2;
+    csv = args.arg;
   }
   static const unsigned idles[] = {0, 1, 4, 16};
   run_result res[4];

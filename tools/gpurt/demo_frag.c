@@ -5,11 +5,13 @@
  * Table:  utilization at the first failed allocation, per policy, on
  *         deterministic adversarial traces (frag_workloads.c).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "frag_workloads.h"
 #include "gpurt/alloc.h"
 
@@ -139,34 +141,40 @@ static void frag_usage(FILE *f) {
           "        (default policies: naive,caching; 5 seeds; 1024 MB device).\n");
 }
 
+enum { FRAG_POLICIES = 256, FRAG_SEEDS, FRAG_CAPACITY_MB };
+
+static const struct option frag_options[] = {
+    {"policies", required_argument, NULL, FRAG_POLICIES},
+    {"seeds", required_argument, NULL, FRAG_SEEDS},
+    {"capacity-mb", required_argument, NULL, FRAG_CAPACITY_MB},
+    CLI_OPT_HELP_ENTRY,
+    {NULL, 0, NULL, 0},
+};
+
 int grt_demo_frag(int argc, char **argv) {
   const char *policies[MAX_POLICIES] = {"naive", "caching"};
-  int n_policies = 2, seeds = 5;
-  uint64_t capacity = 1024 * MB;
-  char *list = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      frag_usage(stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "--policies") && i + 1 < argc) {
-      list = argv[++i];
-    } else if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
-      seeds = atoi(argv[++i]);
-    } else if (!strcmp(argv[i], "--capacity-mb") && i + 1 < argc) {
-      capacity = strtoull(argv[++i], NULL, 10) * MB;
+  size_t n_policies = 2;
+  int seeds = 5;
+  uint64_t capacity = 1024 * MB, v;
+  cli_opts p;
+  cli_opts_init(&p, "demo frag", argc, argv, frag_options, false);
+  if (p.help) {
+    frag_usage(stdout);
+    return 0;
+  }
+  for (int c; (c = cli_opts_next(&p)) != CLI_OPT_END;) {
+    if (c == FRAG_POLICIES) {
+      n_policies = 0; /* the list replaces the defaults */
+      if (!cli_opt_list(&p, policies, MAX_POLICIES, &n_policies)) return 2;
+    } else if (c == FRAG_SEEDS) {
+      if (!cli_opt_u64(&p, 1, INT_MAX, &v)) return 2;
+      seeds = (int)v;
+    } else if (c == FRAG_CAPACITY_MB) {
+      if (!cli_opt_u64(&p, 64, UINT64_MAX / MB, &v)) return 2;
+      capacity = v * MB;
     } else {
-      fprintf(stderr, "gpurt demo frag: unknown option '%s'\n", argv[i]);
-      frag_usage(stderr);
-      return 2;
+      return c == CLI_OPT_POSITIONAL ? cli_opts_unexpected(&p) : 2;
     }
-  }
-  if (seeds < 1 || capacity < 64 * MB) {
-    fprintf(stderr, "gpurt demo frag: --seeds must be >= 1 and --capacity-mb >= 64\n");
-    return 2;
-  }
-  if (list) {
-    n_policies = 0;
-    for (char *tok = strtok(list, ","); tok && n_policies < MAX_POLICIES; tok = strtok(NULL, ",")) policies[n_policies++] = tok;
   }
   printf("== Demo 1: external fragmentation is a shape problem ==\n");
   if (demo1_row("interleaved (mixed)", 0) || demo1_row("grouped (disciplined)", 1)) return 1;
@@ -174,5 +182,5 @@ int grt_demo_frag(int argc, char **argv) {
          "  so the interleaved holes stay 8 MB until a restart.\n");
   printf("\n== Demo 2: the caching allocator's reason to exist ==\n");
   if (demo2_row("naive") || demo2_row("caching")) return 1;
-  return utilization_table(policies, n_policies, seeds, capacity);
+  return utilization_table(policies, (int)n_policies, seeds, capacity);
 }

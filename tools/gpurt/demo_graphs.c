@@ -9,12 +9,14 @@
  * memory held per bucket). The same steps run eagerly and as graph replays;
  * the table gives wall time per step.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/rng.h"
 #include "cli.h"
+#include "cli_opts.h"
 #include "gpurt/exec.h"
 
 #define LAYERS 24
@@ -174,19 +176,32 @@ static int run(unsigned steps, uint64_t seed) {
   return 0;
 }
 
+enum { GRAPHS_STEPS = 256, GRAPHS_SEED };
+
+static const struct option graphs_options[] = {
+    {"steps", required_argument, NULL, GRAPHS_STEPS},
+    {"seed", required_argument, NULL, GRAPHS_SEED},
+    CLI_OPT_HELP_ENTRY,
+    {NULL, 0, NULL, 0},
+};
+
 int grt_demo_graphs(int argc, char **argv) {
   uint64_t steps = 300, seed = 7;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
-      if (!grt_cli_parse_u64("--steps", argv[++i], &steps) || steps == 0) return 2;
-    } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
-      if (!grt_cli_parse_u64("--seed", argv[++i], &seed)) return 2;
+  cli_opts p;
+  cli_opts_init(&p, "demo graphs", argc, argv, graphs_options, false);
+  if (p.help) {
+    printf("usage: gpurt demo graphs [--steps N] [--seed S]\n"
+           "  An LLM decode step issued eagerly vs replayed as a CUDA-style graph, one graph per\n"
+           "  batch-size bucket (batches padded to the bucket); wall time per step.\n");
+    return 0;
+  }
+  for (int c; (c = cli_opts_next(&p)) != CLI_OPT_END;) {
+    if (c == GRAPHS_STEPS) {
+      if (!cli_opt_u64(&p, 1, UINT_MAX, &steps)) return 2;
+    } else if (c == GRAPHS_SEED) {
+      if (!cli_opt_u64(&p, 0, UINT64_MAX, &seed)) return 2;
     } else {
-      fprintf(grt_cli_wants_help(argc, argv) ? stdout : stderr,
-              "usage: gpurt demo graphs [--steps N] [--seed S]\n"
-              "  An LLM decode step issued eagerly vs replayed as a CUDA-style graph, one graph per\n"
-              "  batch-size bucket (batches padded to the bucket); wall time per step.\n");
-      return grt_cli_wants_help(argc, argv) ? 0 : 2;
+      return c == CLI_OPT_POSITIONAL ? cli_opts_unexpected(&p) : 2;
     }
   }
   printf("gpurt demo graphs — capture once per bucket, pad, replay\n\n");

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "gpurt/exec.h"
 
 #define LOW_STREAMS 6
@@ -75,14 +76,21 @@ static grt_status run_once(grt_clock_kind clock, int hi_prio, lat *out) {
   return st;
 }
 
+static const struct option priority_options[] = {
+    CLI_OPT_HELP_ENTRY,
+    {NULL, 0, NULL, 0},
+};
+
 int grt_demo_priority(int argc, char **argv) {
-  if (argc > 1) {
-    fprintf(grt_cli_wants_help(argc, argv) ? stdout : stderr,
-            "usage: gpurt demo priority\n"
-            "  Latency of a high-priority stream under low-priority load, with and without\n"
-            "  stream priorities, under the virtual (exact) and threads clocks.\n");
-    return grt_cli_wants_help(argc, argv) ? 0 : 2;
+  cli_opts args;
+  cli_opts_init(&args, "demo priority", argc, argv, priority_options, false);
+  if (args.help) {
+    printf("usage: gpurt demo priority\n"
+           "  Latency of a high-priority stream under low-priority load, with and without\n"
+           "  stream priorities, under the virtual (exact) and threads clocks.\n");
+    return 0;
   }
+  if (cli_opts_expect_end(&args)) return 2;
   int least, greatest;
   grt_exec *probe;
   grt_exec_config cfg;

@@ -8,6 +8,7 @@
 
 #include "base/rng.h"
 #include "cli.h"
+#include "cli_opts.h"
 #include "gpurt/sorder.h"
 
 #define CHUNK (256 * GRT_KiB)
@@ -153,14 +154,21 @@ static void print_pools(void) {
   printf("  %-34s %12llu %12llu\n", "sanitizer reports", (unsigned long long)rep[0], (unsigned long long)rep[1]);
 }
 
+static const struct option staging_options[] = {
+    CLI_OPT_HELP_ENTRY,
+    {NULL, 0, NULL, 0},
+};
+
 int grt_demo_staging(int argc, char **argv) {
-  if (argc > 1) {
-    fprintf(grt_cli_wants_help(argc, argv) ? stdout : stderr,
-            "usage: gpurt demo staging\n"
-            "  pinned pool + staging pipeline (H2D -> compute -> D2H, K buffers in flight) under both\n"
-            "  clocks against the serial and ideal-overlap bounds; then stream-ordered pool counters.\n");
-    return grt_cli_wants_help(argc, argv) ? 0 : 2;
+  cli_opts p;
+  cli_opts_init(&p, "demo staging", argc, argv, staging_options, false);
+  if (p.help) {
+    printf("usage: gpurt demo staging\n"
+           "  pinned pool + staging pipeline (H2D -> compute -> D2H, K buffers in flight) under both\n"
+           "  clocks against the serial and ideal-overlap bounds; then stream-ordered pool counters.\n");
+    return 0;
   }
+  if (cli_opts_expect_end(&p)) return 2;
   stage_row rows[3];
   memset(rows, 0, sizeof rows);
   grt_pinned_stats ps[2];

@@ -13,6 +13,7 @@
 
 #include "base/rng.h"
 #include "cli.h"
+#include "cli_opts.h"
 #include "scenarios/scenario.h"
 #include "scenarios/scenario_lifetime.h"
 
@@ -230,19 +231,28 @@ static int s4(const char *dir) {
   return ok;
 }
 
+enum { STREAMS_OUT = 256 };
+
+static const struct option streams_options[] = {
+    {"out", required_argument, NULL, STREAMS_OUT},
+    CLI_OPT_HELP_ENTRY,
+    {NULL, 0, NULL, 0},
+};
+
 int grt_demo_streams(int argc, char **argv) {
   const char *dir = "out/timelines";
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--out") && i + 1 < argc) {
-      dir = argv[++i];
-    } else {
-      fprintf(grt_cli_wants_help(argc, argv) ? stdout : stderr,
-              "usage: gpurt demo streams [--out DIR]\n"
-              "  The stream scenarios (overlap, false serialization, lifetime, deadlock) under the\n"
-              "  threads and virtual clocks; one Chrome trace per scenario and clock in DIR\n"
-              "  (default out/timelines; open in https://ui.perfetto.dev or chrome://tracing).\n");
-      return grt_cli_wants_help(argc, argv) ? 0 : 2;
-    }
+  cli_opts p;
+  cli_opts_init(&p, "demo streams", argc, argv, streams_options, false);
+  if (p.help) {
+    printf("usage: gpurt demo streams [--out DIR]\n"
+           "  The stream scenarios (overlap, false serialization, lifetime, deadlock) under the\n"
+           "  threads and virtual clocks; one Chrome trace per scenario and clock in DIR\n"
+           "  (default out/timelines; open in https://ui.perfetto.dev or chrome://tracing).\n");
+    return 0;
+  }
+  for (int c; (c = cli_opts_next(&p)) != CLI_OPT_END;) {
+    if (c != STREAMS_OUT) return c == CLI_OPT_POSITIONAL ? cli_opts_unexpected(&p) : 2;
+    dir = p.arg;
   }
   if (mkdirs(dir)) {
     fprintf(stderr, "gpurt demo streams: cannot create %s: %s\n", dir, strerror(errno));
