@@ -24,6 +24,7 @@
 
 #include "bench_runs.h"
 #include "cli.h"
+#include "cli_opts.h"
 #include "replay_run.h"
 #include "replay_util.h"
 
@@ -261,26 +262,69 @@ static void usage(FILE *f) {
           "DIR/*.csv` prints its per-trace table.\n");
 }
 
-int grt_cmd_bench(int argc, char **argv) {
-  opts o = {0, 3, 1000000, NULL, NULL};
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--json")) {
-      o.json = 1;
-    } else if (!strcmp(argv[i], "--runs") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
-      o.runs = (uint32_t)atoi(argv[++i]);
-    } else if (!strcmp(argv[i], "--iterations") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
-      o.iterations = (uint32_t)atoi(argv[++i]);
-    } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
-      o.only = argv[++i];
-    } else if (!strcmp(argv[i], "--traces") && i + 1 < argc) {
-      o.traces = argv[++i];
+/* --only's list: every item must name a benchmark (wants() matches substrings). */
+static bool only_is_valid(const cli_opts *p) {
+  static const char *const names[] = {"w1", "w2", "w3", "demo1", "threads"};
+  for (const char *s = p->arg;; s++) {
+    size_t len = strcspn(s, ",");
+    bool known = false;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+      known |= strlen(names[i]) == len && !strncmp(s, names[i], len);
+    if (!known) {
+      cli_opts_fail(p, "option '--only': '%.*s' is not one of w1, w2, w3, demo1, threads", (int)len, s);
+      return false;
+    }
+    s += len;
+    if (!*s) return true;
+  }
+}
+
+enum { BENCH_JSON = 256, BENCH_RUNS, BENCH_ITERATIONS, BENCH_ONLY, BENCH_TRACES };
+
+static const struct option bench_options[] = {
+    {"json", no_argument, NULL, BENCH_JSON},
+    {"runs", required_argument, NULL, BENCH_RUNS},
+    {"iterations", required_argument, NULL, BENCH_ITERATIONS},
+    {"only", required_argument, NULL, BENCH_ONLY},
+    {"traces", required_argument, NULL, BENCH_TRACES},
+    CLI_OPT_HELP_ENTRY,
+    {NULL, 0, NULL, 0},
+};
+
+/* CLI_ARGS_OK or the exit status. */
+static int parse_args(int argc, char **argv, opts *o) {
+  cli_opts p;
+  cli_opts_init(&p, "bench", argc, argv, bench_options, false);
+  if (p.help) {
+    usage(stdout);
+    return 0;
+  }
+  uint64_t v;
+  for (int c; (c = cli_opts_next(&p)) != CLI_OPT_END;) {
+    if (c == BENCH_JSON) {
+      o->json = 1;
+    } else if (c == BENCH_RUNS || c == BENCH_ITERATIONS) {
+      if (!cli_opt_u64(&p, 1, UINT32_MAX, &v)) return 2;
+      *(c == BENCH_RUNS ? &o->runs : &o->iterations) = (uint32_t)v;
+    } else if (c == BENCH_ONLY) {
+      if (!only_is_valid(&p)) return 2;
+      o->only = p.arg;
+    } else if (c == BENCH_TRACES) {
+      o->traces = p.arg;
     } else {
-      usage(strcmp(argv[i], "-h") && strcmp(argv[i], "--help") ? stderr : stdout);
-      return strcmp(argv[i], "-h") && strcmp(argv[i], "--help") ? 2 : 0;
+      return c == CLI_OPT_POSITIONAL ? cli_opts_unexpected(&p) : 2;
     }
   }
+  if (o->traces && !wants(o, "w3")) return cli_opts_fail(&p, "--traces is W3's, and --only leaves W3 out");
+  return CLI_ARGS_OK;
+}
+
+int grt_cmd_bench(int argc, char **argv) {
+  opts o = {0, 3, 1000000, NULL, NULL};
+  int rc = parse_args(argc, argv, &o);
+  if (rc != CLI_ARGS_OK) return rc;
   if (!o.json) printf("== gpurt bench: %u runs, %u iterations ==\n", o.runs, o.iterations);
-  int rc = 0;
+  rc = 0;
   if (!rc && wants(&o, "w1")) rc = churn(&o, "W1", 0);
   if (!rc && wants(&o, "w2")) rc = churn(&o, "W2", 1);
   if (!rc && wants(&o, "w3")) rc = w3(&o);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "replay_run.h"
 #include "replay_util.h"
 
@@ -89,49 +90,80 @@ static void print_table(const cli_run *runs, int n_paths, const char **policies,
   printf("  (the physical limit is 1.00; MiniMalloc's offline solver packs these into 1.00-1.06)\n");
 }
 
-int grt_cmd_compare(int argc, char **argv) {
+typedef struct compare_args {
   cli_run_opts o;
-  cli_run_opts_default(&o);
-  o.search = 1;
   const char *policies[MAX_POLICIES];
-  int n_pol = 0;
+  size_t n_pol;
   char *paths[MAX_TRACES];
-  int n_paths = 0;
-  const char *html = NULL;
-  bool json = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    bool has = i + 1 < argc;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--policies") && has) {
-      for (char *tok = strtok(argv[++i], ","); tok && n_pol < MAX_POLICIES; tok = strtok(NULL, ",")) policies[n_pol++] = tok;
-    } else if (!strcmp(a, "--capacity") && has) {
-      if (!cli_parse_bytes(argv[++i], &o.capacity) || !o.capacity) {
-        fprintf(stderr, "gpurt compare: --capacity '%s' is not a size\n", argv[i]);
-        return 2;
-      }
-    } else if (!strcmp(a, "--conf") && has) {
-      o.conf = argv[++i];
-    } else if (!strcmp(a, "--device") && has) {
-      o.device = atoi(argv[++i]);
-    } else if (!strcmp(a, "--json")) {
-      json = true;
-    } else if (!strcmp(a, "--html") && has) {
-      html = argv[++i];
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "gpurt compare: unknown option '%s'\n\n", a);
-      usage(stderr);
-      return 2;
-    } else if (n_paths < MAX_TRACES) {
-      paths[n_paths++] = argv[i];
+  int n_paths;
+  const char *html;
+  bool json;
+} compare_args;
+
+enum { CMP_POLICIES = 256, CMP_CAPACITY, CMP_CONF, CMP_DEVICE, CMP_JSON, CMP_HTML };
+
+static const struct option compare_options[] = {
+    {"policies", required_argument, NULL, CMP_POLICIES},
+    {"capacity", required_argument, NULL, CMP_CAPACITY},
+    {"conf", required_argument, NULL, CMP_CONF},
+    {"device", required_argument, NULL, CMP_DEVICE},
+    {"json", no_argument, NULL, CMP_JSON},
+    {"html", required_argument, NULL, CMP_HTML},
+    CLI_OPT_HELP_ENTRY,
+    {NULL, 0, NULL, 0},
+};
+
+/* One argument (c, what getopt returned); false when it is refused. */
+static bool compare_arg(const cli_opts *p, int c, compare_args *a) {
+  switch (c) {
+  case CMP_POLICIES: return cli_opt_list(p, a->policies, MAX_POLICIES, &a->n_pol); /* repeats add up */
+  case CMP_CAPACITY: return cli_opt_bytes(p, &a->o.capacity);
+  case CMP_CONF: a->o.conf = p->arg; return true;
+  case CMP_DEVICE: return cli_opt_device(p, &a->o.device);
+  case CMP_JSON: a->json = true; return true;
+  case CMP_HTML: a->html = p->arg; return true;
+  case CLI_OPT_POSITIONAL:
+    if (a->n_paths == MAX_TRACES) {
+      cli_opts_fail(p, "at most %d traces at a time", MAX_TRACES);
+      return false;
     }
+    a->paths[a->n_paths++] = (char *)p->arg;
+    return true;
+  default: return false; /* CLI_OPT_ERROR: already reported */
   }
-  if (!n_paths) {
+}
+
+/* CLI_ARGS_OK or the exit status. */
+static int compare_parse(int argc, char **argv, compare_args *a) {
+  cli_opts p;
+  cli_opts_init(&p, "compare", argc, argv, compare_options, false);
+  if (p.help) {
+    usage(stdout);
+    return 0;
+  }
+  for (int c; (c = cli_opts_next(&p)) != CLI_OPT_END;)
+    if (!compare_arg(&p, c, a)) return 2;
+  if (!a->n_paths) {
     usage(stderr);
     return 2;
   }
+  return CLI_ARGS_OK;
+}
+
+int grt_cmd_compare(int argc, char **argv) {
+  compare_args a;
+  memset(&a, 0, sizeof a);
+  cli_run_opts_default(&a.o);
+  a.o.search = 1;
+  int parsed = compare_parse(argc, argv, &a);
+  if (parsed != CLI_ARGS_OK) return parsed;
+  cli_run_opts o = a.o;
+  const char **policies = a.policies;
+  int n_pol = (int)a.n_pol;
+  char **paths = a.paths;
+  int n_paths = a.n_paths;
+  const char *html = a.html;
+  bool json = a.json;
   if (!n_pol) n_pol = cli_known_policies(policies, MAX_POLICIES);
   o.series = html != NULL;
   o.snapshots = html != NULL;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "replay_run.h"
 #include "replay_util.h"
 #include "serve_run.h"
@@ -42,14 +43,6 @@ static void usage(FILE *f) {
           "  --rate N          with --serve: trace events per second (default 500; 0 = as fast as possible)\n"
           "  --wait-scrape S   with --serve: start only after the first scrape (or S seconds)\n"
           "  --linger S        with --serve: keep serving S seconds after the replay (default: until Ctrl-C)\n");
-}
-
-static bool parse_placement(const char *s, grt_replay_placement *out) {
-  if (!strcmp(s, "auto")) *out = GRT_REPLAY_PLACE_AUTO;
-  else if (!strcmp(s, "first-fit")) *out = GRT_REPLAY_PLACE_FIRST_FIT;
-  else if (!strcmp(s, "recorded")) *out = GRT_REPLAY_PLACE_RECORDED;
-  else return false;
-  return true;
 }
 
 static void print_bytes_row(const char *label, uint64_t v) {
@@ -142,85 +135,138 @@ void cli_print_summary_json(const cli_run *run, bool with_series) {
   printf("}");
 }
 
-int grt_cmd_replay(int argc, char **argv) {
+typedef struct replay_args {
   cli_run_opts o;
-  cli_run_opts_default(&o);
-  const char *path = NULL, *html = NULL;
-  bool csv = false, json = false, fidelity = false;
-  int search = -1;
   cli_serve_opts so;
-  cli_serve_opts_default(&so);
-  bool serve = false, serve_only = false; /* --serve; an option that needs it */
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    bool has = i + 1 < argc;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--policy") && has) {
-      o.policy = argv[++i];
-    } else if (!strcmp(a, "--capacity") && has) {
-      if (!cli_parse_bytes(argv[++i], &o.capacity) || !o.capacity) {
-        fprintf(stderr, "gpurt replay: --capacity '%s' is not a size (e.g. 16G, 512M, 1048576)\n", argv[i]);
-        return 2;
-      }
-    } else if (!strcmp(a, "--conf") && has) {
-      o.conf = argv[++i];
-    } else if (!strcmp(a, "--placement") && has) {
-      if (!parse_placement(argv[++i], &o.placement)) {
-        fprintf(stderr, "gpurt replay: --placement must be auto, first-fit or recorded\n");
-        return 2;
-      }
-    } else if (!strcmp(a, "--no-releases")) {
-      o.honor_releases = false;
-    } else if (!strcmp(a, "--device") && has) {
-      o.device = atoi(argv[++i]);
-    } else if (!strcmp(a, "--search")) {
-      search = 1;
-    } else if (!strcmp(a, "--no-search")) {
-      search = 0;
-    } else if (!strcmp(a, "--csv")) {
-      csv = true;
-    } else if (!strcmp(a, "--json")) {
-      json = true;
-    } else if (!strcmp(a, "--html") && has) {
-      html = argv[++i];
-    } else if (!strcmp(a, "--fidelity")) {
-      fidelity = true;
-    } else if (!strcmp(a, "--serve") && has) {
-      serve = true;
-      so.listen = argv[++i];
-    } else if ((!strcmp(a, "--rate") || !strcmp(a, "--wait-scrape") || !strcmp(a, "--linger")) && has) {
-      serve_only = true;
-      double *dst = a[2] == 'r' ? &so.rate : a[2] == 'w' ? &so.wait_scrape : &so.linger;
-      if (!cli_parse_seconds("replay", a, argv[++i], dst)) return 2;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "gpurt replay: unknown option '%s'\n\n", a);
-      usage(stderr);
-      return 2;
-    } else if (!path) {
-      path = a;
-    } else {
-      fprintf(stderr, "gpurt replay: one trace at a time (use `gpurt compare` for several)\n");
+  const char *path, *html;
+  bool csv, json, fidelity, serve, search, no_search;
+  const char *serve_only; /* the last of --rate, --wait-scrape, --linger given */
+} replay_args;
+
+enum {
+  RP_POLICY = 256, RP_CAPACITY, RP_CONF, RP_PLACEMENT, RP_NO_RELEASES, RP_DEVICE, RP_SEARCH, RP_NO_SEARCH,
+  RP_CSV, RP_JSON, RP_HTML, RP_FIDELITY, RP_SERVE, RP_RATE, RP_WAIT_SCRAPE, RP_LINGER
+};
+
+static const struct option replay_options[] = {
+    {"policy", required_argument, NULL, RP_POLICY},
+    {"capacity", required_argument, NULL, RP_CAPACITY},
+    {"conf", required_argument, NULL, RP_CONF},
+    {"placement", required_argument, NULL, RP_PLACEMENT},
+    {"no-releases", no_argument, NULL, RP_NO_RELEASES},
+    {"device", required_argument, NULL, RP_DEVICE},
+    {"search", no_argument, NULL, RP_SEARCH},
+    {"no-search", no_argument, NULL, RP_NO_SEARCH},
+    {"csv", no_argument, NULL, RP_CSV},
+    {"json", no_argument, NULL, RP_JSON},
+    {"html", required_argument, NULL, RP_HTML},
+    {"fidelity", no_argument, NULL, RP_FIDELITY},
+    {"serve", required_argument, NULL, RP_SERVE},
+    {"rate", required_argument, NULL, RP_RATE},
+    {"wait-scrape", required_argument, NULL, RP_WAIT_SCRAPE},
+    {"linger", required_argument, NULL, RP_LINGER},
+    CLI_OPT_HELP_ENTRY,
+    {NULL, 0, NULL, 0},
+};
+
+static const char *const placements[] = {"auto", "first-fit", "recorded"};
+static const grt_replay_placement placement_of[] = {GRT_REPLAY_PLACE_AUTO, GRT_REPLAY_PLACE_FIRST_FIT,
+                                                    GRT_REPLAY_PLACE_RECORDED};
+
+/* One option (c, the val getopt returned); false when it is refused. */
+static bool replay_option(const cli_opts *p, int c, replay_args *a) {
+  size_t i;
+  switch (c) {
+  case RP_POLICY: a->o.policy = p->arg; return true;
+  case RP_CAPACITY: return cli_opt_bytes(p, &a->o.capacity);
+  case RP_CONF: a->o.conf = p->arg; return true;
+  case RP_PLACEMENT:
+    if (!cli_opt_choice(p, placements, sizeof placements / sizeof placements[0], &i)) return false;
+    a->o.placement = placement_of[i];
+    return true;
+  case RP_NO_RELEASES: a->o.honor_releases = false; return true;
+  case RP_DEVICE: return cli_opt_device(p, &a->o.device);
+  case RP_SEARCH: a->search = true; return true;
+  case RP_NO_SEARCH: a->no_search = true; return true;
+  case RP_CSV: a->csv = true; return true;
+  case RP_JSON: a->json = true; return true;
+  case RP_HTML: a->html = p->arg; return true;
+  case RP_FIDELITY: a->fidelity = true; return true;
+  case RP_SERVE:
+    a->serve = true;
+    a->so.listen = p->arg;
+    return true;
+  case RP_RATE: a->serve_only = p->name; return cli_opt_real(p, 0, CLI_SERVE_MAX, &a->so.rate);
+  case RP_WAIT_SCRAPE: a->serve_only = p->name; return cli_opt_real(p, 0, CLI_SERVE_MAX, &a->so.wait_scrape);
+  case RP_LINGER: a->serve_only = p->name; return cli_opt_real(p, 0, CLI_SERVE_MAX, &a->so.linger);
+  default: return false; /* CLI_OPT_ERROR: already reported */
+  }
+}
+
+/* The first option --fidelity cannot honour: it replays the faithful caching
+ * policy from the snapshot's own state, settings and addresses, and prints
+ * a text report. NULL when there is none. */
+static const char *fidelity_conflict(const replay_args *a) {
+  if (strcmp(a->o.policy, "caching")) return "--policy (it replays the caching policy)";
+  if (a->o.placement == GRT_REPLAY_PLACE_FIRST_FIT) return "--placement first-fit (it hands out the recorded addresses)";
+  if (a->o.capacity) return "--capacity (the device covers the recorded addresses)";
+  if (a->o.conf) return "--conf (it replays the snapshot's own settings)";
+  if (!a->o.honor_releases) return "--no-releases (it replays the recorded releases)";
+  if (a->search) return "--search";
+  if (a->csv) return "--csv";
+  if (a->json) return "--json";
+  if (a->html) return "--html (it prints a text report)";
+  return NULL;
+}
+
+/* Options that contradict each other; CLI_ARGS_OK when there are none. */
+static int replay_conflicts(const cli_opts *p, const replay_args *a) {
+  if (a->csv && a->json) return cli_opts_fail(p, "--csv and --json are two outputs; pick one");
+  if (a->search && a->no_search) return cli_opts_fail(p, "--search and --no-search contradict each other");
+  if (a->serve_only && !a->serve) return cli_opts_fail(p, "--%s goes with --serve HOST:PORT", a->serve_only);
+  if (a->serve && (a->fidelity || a->csv || a->json || a->html || a->search))
+    return cli_opts_fail(p, "--serve does not combine with --fidelity, --csv, --json, --html or --search");
+  const char *why = a->fidelity ? fidelity_conflict(a) : NULL;
+  if (why) return cli_opts_fail(p, "--fidelity does not combine with %s", why);
+  return CLI_ARGS_OK;
+}
+
+/* CLI_ARGS_OK or the exit status. */
+static int replay_parse(int argc, char **argv, replay_args *a) {
+  cli_opts p;
+  cli_opts_init(&p, "replay", argc, argv, replay_options, false);
+  if (p.help) {
+    usage(stdout);
+    return 0;
+  }
+  for (int c; (c = cli_opts_next(&p)) != CLI_OPT_END;) {
+    if (c == CLI_OPT_POSITIONAL) {
+      if (a->path) return cli_opts_fail(&p, "one trace at a time; `gpurt compare` takes several");
+      a->path = p.arg;
+    } else if (!replay_option(&p, c, a)) {
       return 2;
     }
   }
-  if (!path) {
+  if (!a->path) {
     usage(stderr);
     return 2;
   }
-  if (serve_only && !serve) {
-    fprintf(stderr, "gpurt replay: --rate, --wait-scrape and --linger go with --serve HOST:PORT\n");
-    return 2;
-  }
-  if (serve && (fidelity || csv || json || html)) {
-    fprintf(stderr, "gpurt replay: --serve does not combine with --fidelity, --csv, --json or --html\n");
-    return 2;
-  }
-  if (serve) return cli_replay_serve(path, &o, &so);
-  if (fidelity) return cli_fidelity(path, o.device, html);
+  return replay_conflicts(&p, a);
+}
+
+int grt_cmd_replay(int argc, char **argv) {
+  replay_args a = {.path = NULL};
+  cli_run_opts_default(&a.o);
+  cli_serve_opts_default(&a.so);
+  int parsed = replay_parse(argc, argv, &a);
+  if (parsed != CLI_ARGS_OK) return parsed;
+  cli_run_opts o = a.o;
+  const char *path = a.path, *html = a.html;
+  bool csv = a.csv, json = a.json;
+  if (a.serve) return cli_replay_serve(path, &o, &a.so);
+  if (a.fidelity) return cli_fidelity(path, o.device, html);
   o.series = csv || json || html;
-  o.search = search;
+  o.search = a.search ? 1 : a.no_search ? 0 : -1;
   o.snapshots = html != NULL;
   cli_run run;
   int rc = cli_run_trace(path, &o, &run);

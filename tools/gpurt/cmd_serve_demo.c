@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "gpurt/report.h"
 #include "scenarios/dayshift.h"
 #include "serve_run.h"
@@ -28,49 +29,57 @@ static void usage(FILE *f) {
           "  --linger S            keep serving S seconds after the day ends (default: until Ctrl-C)\n");
 }
 
+enum { SD_SERVE = 256, SD_RATE, SD_EVENTS, SD_SEED, SD_WAIT_SCRAPE, SD_LINGER };
+
+static const struct option serve_demo_options[] = {
+    {"serve", required_argument, NULL, SD_SERVE},
+    {"rate", required_argument, NULL, SD_RATE},
+    {"events", required_argument, NULL, SD_EVENTS},
+    {"seed", required_argument, NULL, SD_SEED},
+    {"wait-scrape", required_argument, NULL, SD_WAIT_SCRAPE},
+    {"linger", required_argument, NULL, SD_LINGER},
+    CLI_OPT_HELP_ENTRY,
+    {NULL, 0, NULL, 0},
+};
+
+/* CLI_ARGS_OK or the exit status. */
+static int serve_demo_parse(int argc, char **argv, cli_serve_opts *so, grt_dayshift_config *wc) {
+  cli_opts p;
+  cli_opts_init(&p, "serve-demo", argc, argv, serve_demo_options, false);
+  if (p.help) {
+    usage(stdout);
+    return 0;
+  }
+  for (int c; (c = cli_opts_next(&p)) != CLI_OPT_END;) {
+    bool ok = true;
+    switch (c) {
+    case SD_SERVE: so->listen = p.arg; break;
+    case SD_RATE: ok = cli_opt_real(&p, 0, CLI_SERVE_MAX, &so->rate); break;
+    case SD_EVENTS: ok = cli_opt_u64(&p, 0, UINT64_MAX, &wc->events); break;
+    case SD_SEED: ok = cli_opt_u64(&p, 0, UINT64_MAX, &wc->seed); break;
+    case SD_WAIT_SCRAPE: ok = cli_opt_real(&p, 0, CLI_SERVE_MAX, &so->wait_scrape); break;
+    case SD_LINGER: ok = cli_opt_real(&p, 0, CLI_SERVE_MAX, &so->linger); break;
+    case CLI_OPT_POSITIONAL: return cli_opts_unexpected(&p);
+    default: return 2; /* CLI_OPT_ERROR: already reported */
+    }
+    if (!ok) return 2;
+  }
+  return CLI_ARGS_OK;
+}
+
 int grt_cmd_serve_demo(int argc, char **argv) {
   if (!cli_serve_available()) {
     fprintf(stderr, "gpurt serve-demo: this gpurt was built without libmicrohttpd (install libmicrohttpd-dev "
                     "and rebuild); `gpurt stats --format prometheus` prints the same metrics once\n");
     return 2;
   }
-  if (grt_cli_wants_help(argc, argv)) {
-    usage(stdout);
-    return 0;
-  }
   cli_serve_opts so;
   cli_serve_opts_default(&so);
   so.done_word = "day done";
   grt_dayshift_config wc;
   grt_dayshift_config_default(&wc);
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!val) {
-      fprintf(stderr, "gpurt serve-demo: unknown option or missing value: %s\n", arg);
-      usage(stderr);
-      return 2;
-    }
-    i++;
-    int ok = 1;
-    if (!strcmp(arg, "--serve")) {
-      so.listen = val;
-    } else if (!strcmp(arg, "--rate")) {
-      ok = cli_parse_seconds("serve-demo", arg, val, &so.rate);
-    } else if (!strcmp(arg, "--events")) {
-      ok = grt_cli_parse_u64(arg, val, &wc.events);
-    } else if (!strcmp(arg, "--seed")) {
-      ok = grt_cli_parse_u64(arg, val, &wc.seed);
-    } else if (!strcmp(arg, "--wait-scrape")) {
-      ok = cli_parse_seconds("serve-demo", arg, val, &so.wait_scrape);
-    } else if (!strcmp(arg, "--linger")) {
-      ok = cli_parse_seconds("serve-demo", arg, val, &so.linger);
-    } else {
-      fprintf(stderr, "gpurt serve-demo: unknown option %s\n", arg);
-      usage(stderr);
-      ok = 0;
-    }
-    if (!ok) return 2;
-  }
+  int parsed = serve_demo_parse(argc, argv, &so, &wc);
+  if (parsed != CLI_ARGS_OK) return parsed;
   grt_dayshift *w;
   grt_metrics *m = NULL;
   if (grt_dayshift_create(&wc, &w)) {

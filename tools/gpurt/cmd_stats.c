@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "gpurt/report.h"
 #include "scenarios/dayshift.h"
 #include "replay_run.h"
@@ -33,21 +34,6 @@ static void usage(FILE *f) {
           "                   json: torch.cuda.memory_stats() keys; snapshot: memory._snapshot()\n"
           "                   segments; prometheus: the /metrics exposition text\n"
           "  --abbreviated    summary without the per-pool rows\n");
-}
-
-int grt_cli_parse_u64(const char *flag, const char *text, uint64_t *out) {
-  char *end;
-  if (!text || !*text || *text == '-') {
-    fprintf(stderr, "gpurt: %s needs a non-negative number\n", flag);
-    return 0;
-  }
-  unsigned long long v = strtoull(text, &end, 10);
-  if (*end) {
-    fprintf(stderr, "gpurt: %s: '%s' is not a number\n", flag, text);
-    return 0;
-  }
-  *out = v;
-  return 1;
 }
 
 /* name: the `allocator` label (NULL: the policy name); device: the device index. */
@@ -139,89 +125,87 @@ static int stats_workload(const grt_dayshift_config *cfg, const char *format, in
   return st ? 1 : 0;
 }
 
-int grt_cmd_stats(int argc, char **argv) {
-  if (grt_cli_wants_help(argc, argv)) {
+typedef struct stats_args {
+  grt_dayshift_config cfg;
+  cli_run_opts o;
+  const char *format, *path;
+  const char *trace_opt, *workload_opt; /* the last option of each kind given */
+  int abbreviated;
+} stats_args;
+
+enum { ST_POLICY = 256, ST_CAPACITY, ST_CONF, ST_DEVICE, ST_WORKLOAD, ST_EVENTS, ST_SEED, ST_FORMAT, ST_ABBREVIATED };
+
+static const struct option stats_options[] = {
+    {"policy", required_argument, NULL, ST_POLICY},
+    {"capacity", required_argument, NULL, ST_CAPACITY},
+    {"conf", required_argument, NULL, ST_CONF},
+    {"device", required_argument, NULL, ST_DEVICE},
+    {"workload", required_argument, NULL, ST_WORKLOAD},
+    {"events", required_argument, NULL, ST_EVENTS},
+    {"seed", required_argument, NULL, ST_SEED},
+    {"format", required_argument, NULL, ST_FORMAT},
+    {"abbreviated", no_argument, NULL, ST_ABBREVIATED},
+    CLI_OPT_HELP_ENTRY,
+    {NULL, 0, NULL, 0},
+};
+
+static const char *const formats[] = {"summary", "json", "snapshot", "prometheus"};
+static const char *const workloads[] = {"dayshift"};
+
+/* One option (c, the val getopt returned); false when it is refused. */
+static bool stats_option(const cli_opts *p, int c, stats_args *a) {
+  size_t i;
+  bool ok = true;
+  switch (c) {
+  case ST_POLICY: a->o.policy = p->arg; break;
+  case ST_CAPACITY: ok = cli_opt_bytes(p, &a->o.capacity); break;
+  case ST_CONF: a->o.conf = p->arg; break;
+  case ST_DEVICE: ok = cli_opt_device(p, &a->o.device); break;
+  case ST_WORKLOAD: ok = cli_opt_choice(p, workloads, sizeof workloads / sizeof workloads[0], &i); break;
+  case ST_EVENTS: ok = cli_opt_u64(p, 0, UINT64_MAX, &a->cfg.events); break;
+  case ST_SEED: ok = cli_opt_u64(p, 0, UINT64_MAX, &a->cfg.seed); break;
+  case ST_FORMAT:
+    ok = cli_opt_choice(p, formats, sizeof formats / sizeof formats[0], &i);
+    if (ok) a->format = formats[i];
+    break;
+  case ST_ABBREVIATED: a->abbreviated = 1; break;
+  default: return false; /* CLI_OPT_ERROR: already reported */
+  }
+  if (c == ST_POLICY || c == ST_CAPACITY || c == ST_CONF || c == ST_DEVICE) a->trace_opt = p->name;
+  if (c == ST_WORKLOAD || c == ST_EVENTS || c == ST_SEED) a->workload_opt = p->name;
+  return ok;
+}
+
+/* CLI_ARGS_OK or the exit status. */
+static int stats_parse(int argc, char **argv, stats_args *a) {
+  cli_opts p;
+  cli_opts_init(&p, "stats", argc, argv, stats_options, false);
+  if (p.help) {
     usage(stdout);
     return 0;
   }
-  grt_dayshift_config cfg;
-  grt_dayshift_config_default(&cfg);
-  cli_run_opts o;
-  cli_run_opts_default(&o);
-  const char *format = "summary", *path = NULL, *trace_opt = NULL, *workload_opt = NULL;
-  int abbreviated = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(arg, "--abbreviated")) {
-      abbreviated = 1;
-      continue;
-    }
-    if (arg[0] != '-' || !arg[1]) {
-      if (path) {
-        fprintf(stderr, "gpurt stats: one trace at a time\n");
-        return 2;
-      }
-      path = arg;
-      continue;
-    }
-    if (!val) {
-      fprintf(stderr, "gpurt stats: unknown option or missing value: %s\n", arg);
-      usage(stderr);
-      return 2;
-    }
-    i++;
-    if (!strcmp(arg, "--workload")) {
-      if (strcmp(val, "dayshift")) {
-        fprintf(stderr, "gpurt stats: unknown workload '%s' (known: dayshift; or give a trace file)\n", val);
-        return 2;
-      }
-      workload_opt = arg;
-    } else if (!strcmp(arg, "--events")) {
-      if (!grt_cli_parse_u64(arg, val, &cfg.events)) return 2;
-      workload_opt = arg;
-    } else if (!strcmp(arg, "--seed")) {
-      if (!grt_cli_parse_u64(arg, val, &cfg.seed)) return 2;
-      workload_opt = arg;
-    } else if (!strcmp(arg, "--policy")) {
-      o.policy = val;
-      trace_opt = arg;
-    } else if (!strcmp(arg, "--capacity")) {
-      if (!cli_parse_bytes(val, &o.capacity) || !o.capacity) {
-        fprintf(stderr, "gpurt stats: --capacity '%s' is not a size (e.g. 16G, 512M, 1048576)\n", val);
-        return 2;
-      }
-      trace_opt = arg;
-    } else if (!strcmp(arg, "--conf")) {
-      o.conf = val;
-      trace_opt = arg;
-    } else if (!strcmp(arg, "--device")) {
-      uint64_t d;
-      if (!grt_cli_parse_u64(arg, val, &d)) return 2;
-      if (d > 1024) {
-        fprintf(stderr, "gpurt stats: --device %s is out of range\n", val);
-        return 2;
-      }
-      o.device = (int)d;
-      trace_opt = arg;
-    } else if (!strcmp(arg, "--format")) {
-      if (strcmp(val, "summary") && strcmp(val, "json") && strcmp(val, "snapshot") && strcmp(val, "prometheus")) {
-        fprintf(stderr, "gpurt stats: unknown format '%s' (summary, json, snapshot or prometheus)\n", val);
-        return 2;
-      }
-      format = val;
-    } else {
-      fprintf(stderr, "gpurt stats: unknown option %s\n", arg);
-      usage(stderr);
+  for (int c; (c = cli_opts_next(&p)) != CLI_OPT_END;) {
+    if (c == CLI_OPT_POSITIONAL) {
+      if (a->path) return cli_opts_fail(&p, "one trace at a time");
+      a->path = p.arg;
+    } else if (!stats_option(&p, c, a)) {
       return 2;
     }
   }
-  if (path && workload_opt) {
-    fprintf(stderr, "gpurt stats: %s is for the built-in workload, not a trace\n", workload_opt);
-    return 2;
-  }
-  if (!path && trace_opt) {
-    fprintf(stderr, "gpurt stats: %s goes with a trace (gpurt stats TRACE %s ...)\n", trace_opt, trace_opt);
-    return 2;
-  }
-  return path ? stats_trace(path, &o, format, abbreviated) : stats_workload(&cfg, format, abbreviated);
+  if (a->path && a->workload_opt)
+    return cli_opts_fail(&p, "--%s is for the built-in workload, not a trace", a->workload_opt);
+  if (!a->path && a->trace_opt)
+    return cli_opts_fail(&p, "--%s goes with a trace: gpurt stats TRACE --%s ...", a->trace_opt, a->trace_opt);
+  if (a->abbreviated && strcmp(a->format, "summary"))
+    return cli_opts_fail(&p, "--abbreviated shortens the summary, not --format %s", a->format);
+  return CLI_ARGS_OK;
+}
+
+int grt_cmd_stats(int argc, char **argv) {
+  stats_args a = {.format = "summary"};
+  grt_dayshift_config_default(&a.cfg);
+  cli_run_opts_default(&a.o);
+  int rc = stats_parse(argc, argv, &a);
+  if (rc != CLI_ARGS_OK) return rc;
+  return a.path ? stats_trace(a.path, &a.o, a.format, a.abbreviated) : stats_workload(&a.cfg, a.format, a.abbreviated);
 }

@@ -4,31 +4,8 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
-
-bool cli_parse_bytes(const char *s, uint64_t *out) {
-  if (!s || !*s) return false;
-  char *end;
-  double v = strtod(s, &end);
-  if (end == s || v < 0) return false;
-  double mult = 1;
-  if (*end) {
-    char c = (char)(*end | 0x20);
-    if (c == 'k') mult = 1024.0;
-    else if (c == 'm') mult = 1024.0 * 1024;
-    else if (c == 'g') mult = 1024.0 * 1024 * 1024;
-    else if (c == 't') mult = 1024.0 * 1024 * 1024 * 1024;
-    else if (c != 'b') return false;
-    end++;
-    if (*end && strcasecmp(end, "ib") && strcasecmp(end, "b")) return false;
-  }
-  double bytes = v * mult;
-  if (bytes >= 18446744073709551615.0) return false;
-  *out = (uint64_t)bytes;
-  return true;
-}
 
 grt_trace *cli_load_trace(const char *cmd, const char *path, int device) {
   grt_trace_load_config cfg;

@@ -1,5 +1,6 @@
 /* replay_util.h — helpers shared by `gpurt replay` and `gpurt compare`:
- * byte-size parsing, trace loading with readable errors, the progress bar. */
+ * trace loading with readable errors, the progress bar (option values are
+ * parsed in cli_opts.c). */
 #ifndef GRT_TOOLS_REPLAY_UTIL_H
 #define GRT_TOOLS_REPLAY_UTIL_H
 
@@ -9,8 +10,6 @@
 
 #include "gpurt/replay.h"
 
-/* "1048576", "512M", "80G", "1.5GiB", "64k" -> bytes; false on junk. */
-bool cli_parse_bytes(const char *s, uint64_t *out);
 /* Loads a trace; prints "gpurt CMD: file:line: reason" on failure. */
 grt_trace *cli_load_trace(const char *cmd, const char *path, int device);
 /* True when the file starts with the native magic. */

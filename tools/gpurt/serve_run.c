@@ -29,17 +29,6 @@ bool cli_serve_available(void) {
 #endif
 }
 
-int cli_parse_seconds(const char *cmd, const char *flag, const char *text, double *out) {
-  char *end;
-  double v = strtod(text, &end);
-  if (end == text || *end || !(v >= 0) || v > 1e7) {
-    fprintf(stderr, "gpurt %s: %s needs a number >= 0, got '%s'\n", cmd, flag, text);
-    return 0;
-  }
-  *out = v;
-  return 1;
-}
-
 void cli_serve_progress_step(void *ctx, uint64_t done) {
   cli_serve_progress *p = ctx;
   if (!p->every || done % p->every) return;

@@ -27,9 +27,9 @@ void cli_serve_opts_default(cli_serve_opts *o);
 /* True when this gpurt was built with the /metrics server. */
 bool cli_serve_available(void);
 
-/* Parses a number of seconds >= 0 for `cmd`'s option `flag`; prints why and
- * returns 0 on error. */
-int cli_parse_seconds(const char *cmd, const char *flag, const char *text, double *out);
+/* The largest --rate (events per second), --wait-scrape and --linger
+ * (seconds) the commands accept: beyond it a value is a typo, not a plan. */
+#define CLI_SERVE_MAX 1e7
 
 /* Installs the SIGINT/SIGTERM handlers, serves m, runs src at o->rate (pace
  * may carry max_events and after_step; its rate and stop are set here),
