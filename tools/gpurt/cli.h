@@ -11,12 +11,6 @@ typedef struct grt_cli_command {
   int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
 } grt_cli_command;
 
-/* True when argv holds -h or --help. */
-int grt_cli_wants_help(int argc, char **argv);
-
-/* Parses a non-negative integer option value; prints why and returns 0 on error. */
-int grt_cli_parse_u64(const char *flag, const char *text, uint64_t *out);
-
 int grt_cmd_demo(int argc, char **argv);
 int grt_cmd_bench(int argc, char **argv);
 int grt_cmd_stats(int argc, char **argv);
