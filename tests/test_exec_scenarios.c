@@ -62,7 +62,7 @@ static void test_s3_gated(void **state) {
   assert_int_equal(corrupted, 0);
   assert_true(lt.same_block); /* reused through an inserted edge */
   assert_int_equal(lt.reports, 0);
-  grt__lifetime_fini(&lt);
+  assert_int_equal(grt__lifetime_fini(&lt), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
@@ -93,7 +93,7 @@ static void test_s3_virtual_explore(void **state) {
       safe_flagged += lt.reports > 0;
       runs++;
     }
-    grt__lifetime_fini(&lt);
+    assert_int_equal(grt__lifetime_fini(&lt), GRT_OK);
     assert_int_equal(grt_exec_destroy(exec), GRT_OK);
   }
   assert_int_equal(runs, 243);
@@ -131,7 +131,7 @@ static void test_s3_threads_random(void **state) {
   assert_int_equal(safe_bad, 0);
   assert_int_equal(unsafe_flagged, 1000);
   assert_int_equal(safe_flagged, 0);
-  grt__lifetime_fini(&lt);
+  assert_int_equal(grt__lifetime_fini(&lt), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 

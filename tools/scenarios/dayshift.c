@@ -88,7 +88,9 @@ grt_status grt_dayshift_create(const grt_dayshift_config *cfg, grt_dayshift **ou
   grt_status st = grt_device_create(&dc, &w->dev);
   if (!st) st = grt_alloc_create("caching", w->dev, NULL, &w->a);
   if (st) {
-    grt_device_destroy(w->dev);
+    /* Best effort on the failure path: st is what the caller needs; the
+     * device (NULL, or with no allocator on it) is idle anyway. */
+    (void)grt_device_destroy(w->dev);
     free(w);
     return st;
   }
@@ -98,12 +100,14 @@ grt_status grt_dayshift_create(const grt_dayshift_config *cfg, grt_dayshift **ou
 
 grt_status grt_dayshift_destroy(grt_dayshift *w) {
   if (!w) return GRT_OK;
-  for (size_t i = 0; i < w->n_live; i++) grt_alloc_free(w->a, w->live[i].ptr);
+  grt_status st = GRT_OK, d;
+  for (size_t i = 0; i < w->n_live; i++)
+    if ((d = grt_alloc_free(w->a, w->live[i].ptr)) && !st) st = d;
   free(w->live);
-  grt_status st = grt_alloc_destroy(w->a);
-  if (!st) st = grt_device_destroy(w->dev);
+  d = grt_alloc_destroy(w->a);
+  if (!d) d = grt_device_destroy(w->dev); /* the device is busy while the allocator lives */
   free(w);
-  return st;
+  return st ? st : d;
 }
 
 static grt_status do_malloc(grt_dayshift *w, uint64_t size, int long_lived) {

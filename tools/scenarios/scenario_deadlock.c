@@ -46,10 +46,18 @@ static grt_status make(grt_exec *exec, dl_objs *o, int streams) {
   return st;
 }
 
-static void destroy(dl_objs *o) {
-  for (int i = 0; i < 3; i++) grt_stream_destroy(o->s[i]);
-  for (int i = 0; i < 2; i++) grt_user_event_destroy(o->u[i]);
-  for (int i = 0; i < 2; i++) grt_event_destroy(o->e[i]);
+/* Destroys what make() made (NULL slots are no-ops); the first failure. The
+ * exec resolves a deadlock before it reports it, so even then nothing here
+ * is busy. */
+static grt_status destroy(dl_objs *o) {
+  grt_status st = GRT_OK, d;
+  for (int i = 0; i < 3; i++)
+    if ((d = grt_stream_destroy(o->s[i])) && !st) st = d;
+  for (int i = 0; i < 2; i++)
+    if ((d = grt_user_event_destroy(o->u[i])) && !st) st = d;
+  for (int i = 0; i < 2; i++)
+    if ((d = grt_event_destroy(o->e[i])) && !st) st = d;
+  return st;
 }
 
 static grt_status issue(grt_exec *exec, grt__deadlock_case c, dl_objs *o, hf_wait *hw) {
@@ -121,12 +129,15 @@ grt_status grt__scn_deadlock(grt_exec *exec, grt__deadlock_case c, char *msg, si
   if (!st) st = issue(exec, c, &o, &hw);
   if (!st) st = grt_exec_synchronize(exec);
   if (msg) {
-    grt_exec_get_error(exec, msg, msg_size);
+    /* Returns the sticky error the message describes: the synchronize's own
+     * status, unless the case failed earlier. */
+    grt_status sticky = grt_exec_get_error(exec, msg, msg_size);
+    if (!st) st = sticky;
     if ((c == GRT__DL_HOST_FN || c == GRT__DL_HOST_FN_CROSS) && hw.st) {
       size_t n = strlen(msg);
       snprintf(msg + n, msg_size - n, " (the host function's wait returned %s)", grt_status_name(hw.st));
     }
   }
-  destroy(&o);
-  return st;
+  grt_status dst = destroy(&o);
+  return st ? st : dst;
 }

@@ -61,17 +61,20 @@ grt_status grt__lifetime_init(grt__lifetime *lt, grt_exec *exec, uint64_t bytes)
   if (!st) st = grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &lt->c);
   if (!st) st = grt_stream_set_name(lt->a, "A (reader)");
   if (!st) st = grt_stream_set_name(lt->c, "C (writer)");
-  if (st) grt__lifetime_fini(lt);
+  /* Best effort: the set-up's failure is the one the caller needs to see. */
+  if (st) (void)grt__lifetime_fini(lt);
   return st;
 }
 
-void grt__lifetime_fini(grt__lifetime *lt) {
-  grt_exec_synchronize(lt->exec);
-  grt_stream_destroy(lt->a);
-  grt_stream_destroy(lt->c);
-  grt_mempool_destroy(lt->pool);
-  grt_sorder_destroy(lt->so);
+grt_status grt__lifetime_fini(grt__lifetime *lt) {
+  grt_status st = grt_exec_synchronize(lt->exec), d;
+  /* Idle after the synchronize: each destroy runs even if one before failed. */
+  if ((d = grt_stream_destroy(lt->a)) && !st) st = d;
+  if ((d = grt_stream_destroy(lt->c)) && !st) st = d;
+  if ((d = grt_mempool_destroy(lt->pool)) && !st) st = d;
+  if ((d = grt_sorder_destroy(lt->so)) && !st) st = d;
   memset(lt, 0, sizeof *lt);
+  return st;
 }
 
 static grt_status delay(grt_stream *s, uint64_t ns) {
@@ -139,6 +142,9 @@ grt_status grt__lifetime_run(grt__lifetime *lt, int stream_ordered, const grt__l
   if (!st) st = grt_sorder_report_count(lt->so, NULL, &after);
   lt->reports = after - before;
 out:
-  if (gate) grt_user_event_destroy(gate);
+  if (gate) {
+    grt_status d = grt_user_event_destroy(gate); /* signalled and idle after a sync, unless st failed first */
+    if (!st) st = d;
+  }
   return st;
 }

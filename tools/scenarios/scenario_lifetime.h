@@ -33,7 +33,9 @@ typedef struct grt__lifetime {
 } grt__lifetime;
 
 grt_status grt__lifetime_init(grt__lifetime *lt, grt_exec *exec, uint64_t bytes);
-void grt__lifetime_fini(grt__lifetime *lt);
+/* Synchronizes the exec and destroys the streams, pool and sanitizer (all of
+ * them, whatever fails); the first failure. */
+grt_status grt__lifetime_fini(grt__lifetime *lt);
 /* One schedule; *corrupted = the reader's checksum did not match. */
 grt_status grt__lifetime_run(grt__lifetime *lt, int stream_ordered, const grt__lifetime_sched *sc, uint64_t seed,
                              int *corrupted);

@@ -31,19 +31,24 @@ static void xform_body(void *p) {
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-static uint64_t predict(grt_exec *exec, const grt__pipe_params *p, grt__pipe_layout layout) {
+/* *out: the DAG's prediction (0 for the legacy layouts). */
+static grt_status predict(grt_exec *exec, const grt__pipe_params *p, grt__pipe_layout layout, uint64_t *out) {
   uint64_t th, td;
-  grt_exec_copy_duration_ns(exec, GRT_ENGINE_COPY_H2D, p->chunk_bytes, &th);
-  grt_exec_copy_duration_ns(exec, GRT_ENGINE_COPY_D2H, p->chunk_bytes, &td);
-  if (layout == GRT__PIPE_SERIAL) return p->chunks * (th + p->kernel_ns + td);
-  if (layout != GRT__PIPE_STREAMS) return 0;
+  grt_status st = grt_exec_copy_duration_ns(exec, GRT_ENGINE_COPY_H2D, p->chunk_bytes, &th);
+  if (!st) st = grt_exec_copy_duration_ns(exec, GRT_ENGINE_COPY_D2H, p->chunk_bytes, &td);
+  if (st) return st;
+  if (layout == GRT__PIPE_SERIAL) {
+    *out = p->chunks * (th + p->kernel_ns + td);
+    return GRT_OK;
+  }
   uint64_t h = 0, c = 0, d = 0;
-  for (unsigned k = 0; k < p->chunks; k++) {
+  for (unsigned k = 0; layout == GRT__PIPE_STREAMS && k < p->chunks; k++) {
     h += th;
     c = max_u64(c, h) + p->kernel_ns;
     d = max_u64(d, c) + td;
   }
-  return d;
+  *out = d;
+  return GRT_OK;
 }
 
 typedef struct pipe_ctx {
@@ -63,14 +68,14 @@ static grt_status make_streams(pipe_ctx *pp, grt__pipe_layout layout) {
   static const char *const names[3] = {"h2d", "compute", "d2h"};
   if (layout == GRT__PIPE_SERIAL) {
     if ((st = grt_stream_create(pp->exec, GRT_STREAM_NON_BLOCKING, 0, &pp->owned[0]))) return st;
-    grt_stream_set_name(pp->owned[0], "serial");
+    if ((st = grt_stream_set_name(pp->owned[0], "serial"))) return st;
     pp->sh = pp->sc = pp->sd = pp->owned[0];
     return GRT_OK;
   }
   for (int i = 0; i < 3; i++) {
     if (i == 1 && layout != GRT__PIPE_STREAMS) continue;
     if ((st = grt_stream_create(pp->exec, copy_flags, 0, &pp->owned[i]))) return st;
-    grt_stream_set_name(pp->owned[i], names[i]);
+    if ((st = grt_stream_set_name(pp->owned[i], names[i]))) return st;
   }
   pp->sh = pp->owned[0];
   pp->sd = pp->owned[2];
@@ -119,21 +124,29 @@ static grt_status issue(pipe_ctx *pp, const grt__pipe_params *p) {
   return grt_event_record(pp->t1, pp->sd);
 }
 
-static void release(pipe_ctx *pp, const grt__pipe_params *p) {
+static void keep_first(grt_status *first, grt_status st) {
+  if (*first == GRT_OK) *first = st;
+}
+
+/* Frees and destroys whatever was made (NULL and 0 are skipped); the first
+ * failure, GRT_OK when all went. */
+static grt_status release(pipe_ctx *pp, const grt__pipe_params *p) {
+  grt_status st = GRT_OK;
   for (unsigned k = 0; k < p->chunks; k++) {
-    if (pp->din && pp->din[k]) grt_device_free(pp->dev, pp->din[k]);
-    if (pp->dout && pp->dout[k]) grt_device_free(pp->dev, pp->dout[k]);
+    if (pp->din && pp->din[k]) keep_first(&st, grt_device_free(pp->dev, pp->din[k]));
+    if (pp->dout && pp->dout[k]) keep_first(&st, grt_device_free(pp->dev, pp->dout[k]));
   }
-  for (int i = 0; i < 3; i++) grt_stream_destroy(pp->owned[i]);
-  grt_event_destroy(pp->eh);
-  grt_event_destroy(pp->ec);
-  grt_event_destroy(pp->t0);
-  grt_event_destroy(pp->t1);
+  for (int i = 0; i < 3; i++) keep_first(&st, grt_stream_destroy(pp->owned[i]));
+  keep_first(&st, grt_event_destroy(pp->eh));
+  keep_first(&st, grt_event_destroy(pp->ec));
+  keep_first(&st, grt_event_destroy(pp->t0));
+  keep_first(&st, grt_event_destroy(pp->t1));
   free(pp->din);
   free(pp->dout);
   free(pp->args);
   free(pp->hin);
   free(pp->hout);
+  return st;
 }
 
 grt_status grt__scn_pipeline(grt_exec *exec, const grt__pipe_params *p, grt__pipe_layout layout,
@@ -153,9 +166,9 @@ grt_status grt__scn_pipeline(grt_exec *exec, const grt__pipe_params *p, grt__pip
   if (!st) st = grt_exec_synchronize(exec);
   int64_t ns = 0;
   if (!st) st = grt_event_elapsed_ns(pp.t0, pp.t1, &ns);
+  if (!st) st = predict(exec, p, layout, &out->predicted_ns);
   if (!st) {
     out->elapsed_ns = (uint64_t)ns;
-    out->predicted_ns = predict(exec, p, layout);
     out->output_ok = 1;
     size_t total = (size_t)p->chunks * p->chunk_bytes;
     for (size_t i = 0; i < total; i++)
@@ -164,6 +177,6 @@ grt_status grt__scn_pipeline(grt_exec *exec, const grt__pipe_params *p, grt__pip
         break;
       }
   }
-  release(&pp, p);
-  return st;
+  grt_status rst = release(&pp, p);
+  return st ? st : rst;
 }
