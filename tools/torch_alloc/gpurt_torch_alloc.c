@@ -52,10 +52,20 @@ static grt_allocator *create_slot(int device) {
       return a;
     }
   }
-  if (!err[0]) grt_cuda_probe(NULL, err, sizeof err);
+  if (!err[0]) {
+    /* The driver's state explains most set-up failures; the probe describes it
+     * in err whether or not it succeeds, and says when it failed too. */
+    grt_status pst = grt_cuda_probe(NULL, err, sizeof err);
+    size_t n = strlen(err);
+    if (pst) snprintf(err + n, sizeof err - n, "; probe: %s", grt_status_name(pst));
+  }
   fprintf(stderr, "gpurt_torch_alloc: cannot set up device %d: %s (%s)\n", device, grt_status_name(st), err);
-  grt_cuda_events_destroy(s->events);
-  grt_device_destroy(s->dev);
+  /* Nothing was allocated on them: both are idle, so a failure here is a bug. */
+  grt_status est = grt_cuda_events_destroy(s->events);
+  grt_status dst = grt_device_destroy(s->dev);
+  if (est || dst)
+    fprintf(stderr, "gpurt_torch_alloc: cleaning up device %d: events %s, device %s\n", device, grt_status_name(est),
+            grt_status_name(dst));
   s->events = NULL;
   s->dev = NULL;
   s->failed = 1;
