@@ -7,10 +7,13 @@
  * mutex guards every field; the ops are called with the allocator's mutex
  * held (lock order: allocator, then this).
  */
+#include <assert.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "base/u64map.h"
 #include "gpurt/alloc.h"
 #include "gpurt/cuda.h"
@@ -27,15 +30,21 @@ struct grt_cuda_events {
   uint64_t recorded;
 };
 
-static grt_cuda_stream *stream_for(grt_cuda_events *e, grt_stream_id id) {
+/* The wrapper of stream id, made on its first use. */
+static grt_status stream_for(grt_cuda_events *e, grt_stream_id id, grt_cuda_stream **out) {
   grt_cuda_stream *s = grt__u64map_get(&e->streams, id);
-  if (s) return s;
-  if (grt_cuda_stream_wrap(e->dev, (void *)(uintptr_t)id, &s) != GRT_OK) return NULL;
-  if (!grt__u64map_put(&e->streams, id, s)) {
-    grt_cuda_stream_destroy(s);
-    return NULL;
+  if (s) {
+    *out = s;
+    return GRT_OK;
   }
-  return s;
+  if (!grt__u64map_reserve(&e->streams, 1)) return GRT_ERR_NOMEM; /* before the wrapper: nothing to undo */
+  grt_status st = grt_cuda_stream_wrap(e->dev, (void *)(uintptr_t)id, &s);
+  if (st) return st;
+  bool put = grt__u64map_put(&e->streams, id, s);
+  assert(put);
+  (void)put;
+  *out = s;
+  return GRT_OK;
 }
 
 /* A free event id, creating an event when none is pooled. */
@@ -63,9 +72,10 @@ static grt_status take_event(grt_cuda_events *e, uint64_t *id) {
 static grt_status ev_record(void *ctx, grt_stream_id stream, uint64_t *event) {
   grt_cuda_events *e = ctx;
   pthread_mutex_lock(&e->lock);
-  grt_cuda_stream *s = stream_for(e, stream);
+  grt_cuda_stream *s = NULL;
   uint64_t id = 0;
-  grt_status st = s ? take_event(e, &id) : GRT_ERR_NOMEM;
+  grt_status st = stream_for(e, stream, &s);
+  if (!st) st = take_event(e, &id);
   if (st == GRT_OK) {
     st = grt_cuda_event_record(e->events[id], s);
     if (st) e->free_ids[e->n_free++] = id;
@@ -93,7 +103,9 @@ static int ev_query(void *ctx, uint64_t event) {
 
 static void ev_sync(void *ctx, uint64_t event) {
   grt_cuda_event *ev = event_at(ctx, event);
-  if (ev) grt_cuda_event_synchronize(ev);
+  /* A driver error counts as completed, as in ev_query: the interface has
+   * no status here, and the caller then treats the event as done. */
+  if (ev) (void)grt_cuda_event_synchronize(ev);
 }
 
 static void ev_destroy(void *ctx, uint64_t event) {
@@ -123,16 +135,18 @@ grt_status grt_cuda_events_destroy(grt_cuda_events *e) {
   int busy = e->n_free != e->n_events;
   pthread_mutex_unlock(&e->lock);
   if (busy) return GRT_ERR_BUSY;
-  for (size_t i = 0; i < e->n_events; i++) grt_cuda_event_destroy(e->events[i]);
+  /* Every step runs; the first driver failure is the result. */
+  grt_status st = GRT_OK;
+  for (size_t i = 0; i < e->n_events; i++) grt__keep_first(&st, grt_cuda_event_destroy(e->events[i]));
   grt__u64map_iter it = grt__u64map_begin(&e->streams);
   void *s;
-  while (grt__u64map_next(&e->streams, &it, NULL, &s)) grt_cuda_stream_destroy(s);
+  while (grt__u64map_next(&e->streams, &it, NULL, &s)) grt__keep_first(&st, grt_cuda_stream_destroy(s));
   grt__u64map_free(&e->streams);
   free(e->events);
   free(e->free_ids);
   pthread_mutex_destroy(&e->lock);
   free(e);
-  return GRT_OK;
+  return st;
 }
 
 const grt_stream_ops *grt_cuda_events_stream_ops(grt_cuda_events *e) { return e ? &e->ops : NULL; }

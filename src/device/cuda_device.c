@@ -240,7 +240,7 @@ grt_status grt_device_create_cuda(int ordinal, grt_device **out) {
   grt_status st = grt_cuda_probe(&count, NULL, 0);
   if (st) return st;
   if (ordinal >= count) return GRT_ERR_INVALID_ARG;
-  grt__cu_load(&cu, NULL, 0);
+  if ((st = grt__cu_load(&cu, NULL, 0))) return st; /* loaded by the probe: the same answer */
   grt__cuda_dev *d = calloc(1, sizeof *d);
   if (!d) return GRT_ERR_NOMEM;
   d->cu = cu;

@@ -6,6 +6,7 @@
  * stats): holes are sorted, disjoint, never adjacent (adjacent holes are always
  * merged), and holes + live segments tile [base, base + capacity).
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,15 +86,22 @@ static void sim_destroy(void *impl) {
   free(s);
 }
 
-static int ensure_hole_room(sim *s) {
-  if (s->n_holes < s->cap_holes) return 1;
+static int ensure_holes_room(sim *s, size_t n) {
+  if (s->n_holes + n <= s->cap_holes) return 1;
   size_t cap = s->cap_holes * 2;
+  while (cap < s->n_holes + n) cap *= 2;
   hole *h = realloc(s->holes, cap * sizeof *h);
   if (!h) return 0;
   s->holes = h;
   s->cap_holes = cap;
   return 1;
 }
+
+static int ensure_hole_room(sim *s) { return ensure_holes_room(s, 1); }
+
+/* Room for freeing n segments: after it, n calls of sim_free on live
+ * segments cannot fail. */
+static int reserve_frees(sim *s, size_t n) { return ensure_holes_room(s, n) && grt__u64map_reserve(&s->freed, n); }
 
 static void remove_hole(sim *s, size_t i) {
   memmove(&s->holes[i], &s->holes[i + 1], (s->n_holes - i - 1) * sizeof *s->holes);
@@ -294,11 +302,14 @@ static grt_status sim_reserve(void *impl, uint64_t size, grt_devptr *va) {
   return GRT_OK;
 }
 
+/* The caller reserved room for n frees (reserve_frees), so none can fail. */
 static void unmap_pages(sim *s, reservation *r, uint64_t first, uint64_t n) {
   for (uint64_t p = first; p < first + n; p++) {
     if (!r->phys[p]) continue;
     grt__u64map_del(&s->pages, r->phys[p]);
-    sim_free(s, r->phys[p]);
+    grt_status st = sim_free(s, r->phys[p]);
+    assert(st == GRT_OK);
+    (void)st;
     r->phys[p] = 0;
     r->mapped_pages--;
     s->mapped_pages--;
@@ -312,11 +323,14 @@ static grt_status sim_map(void *impl, grt_devptr va, uint64_t size) {
   uint64_t first = (va - r->va) / PAGE, n = size / PAGE;
   for (uint64_t p = first; p < first + n; p++)
     if (r->phys[p]) return GRT_ERR_INVALID_ARG; /* already mapped */
+  if (!reserve_frees(s, n + 1)) return GRT_ERR_NOMEM; /* the undo below cannot fail */
   for (uint64_t p = first; p < first + n; p++) {
     grt_devptr phys;
     grt_status st = sim_malloc(s, PAGE, &phys);
     if (st == GRT_OK && !grt__u64map_put(&s->pages, phys, (void *)1)) {
-      sim_free(s, phys);
+      grt_status fst = sim_free(s, phys); /* room reserved above */
+      assert(fst == GRT_OK);
+      (void)fst;
       st = GRT_ERR_NOMEM;
     }
     if (st) {
@@ -341,6 +355,7 @@ static grt_status sim_unmap(void *impl, grt_devptr va, uint64_t size) {
   /* As cuMemUnmap: the range must cover whole mappings, never part of one. */
   if (r->piece[first] != first || (end < r->size / PAGE && r->phys[end] && r->piece[end] == r->piece[end - 1]))
     return GRT_ERR_INVALID_ARG;
+  if (!reserve_frees(s, n)) return GRT_ERR_NOMEM;
   unmap_pages(s, r, first, n);
   return GRT_OK;
 }

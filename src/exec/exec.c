@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/status.h"
 #include "exec/exec_impl.h"
 
 uint64_t grt__mono_ns(void) {
@@ -105,7 +106,8 @@ static grt_status make_device(grt_exec *exec) {
     grt_status st = grt_device_malloc(exec->cfg.device, 1, &probe);
     if (st) return st;
     st = grt_device_host_ptr(exec->cfg.device, probe, 1, &p);
-    grt_device_free(exec->cfg.device, probe);
+    grt_status fst = grt_device_free(exec->cfg.device, probe);
+    if (fst) return fst;
     if (st) return GRT_ERR_INVALID_ARG;
     exec->device = exec->cfg.device;
     return GRT_OK;
@@ -156,7 +158,7 @@ fail:
   for (int e = 0; e < GRT_ENGINE_COUNT; e++) pthread_cond_destroy(&exec->engines[e].cv);
   pthread_cond_destroy(&exec->done_cv);
   pthread_mutex_destroy(&exec->lock);
-  if (exec->own_device) grt_device_destroy(exec->device);
+  if (exec->own_device) grt__keep_first(&st, grt_device_destroy(exec->device));
 fail_device:
   free(exec);
   return st;
@@ -199,16 +201,19 @@ grt_status grt_exec_destroy(grt_exec *exec) {
   if (!st && exec->own_device) {
     grt_device_stats ds;
     pthread_mutex_unlock(&exec->lock); /* never hold the exec lock into the device lock */
-    grt_device_get_stats(exec->device, &ds);
+    st = grt_device_get_stats(exec->device, &ds);
     pthread_mutex_lock(&exec->lock);
-    if (ds.segments) st = GRT_ERR_BUSY;
+    if (!st && ds.segments) st = GRT_ERR_BUSY;
   }
   if (st) {
     pthread_mutex_unlock(&exec->lock);
     return st;
   }
   /* Pending work completes first; after a sticky error only running bodies remain. */
-  if (!exec->error) grt__wait(exec, all_done, NULL, false, false);
+  /* The wait ends when the work is done or a sticky error (a fault, a
+   * deadlock) stops it; the call that met the error reported it, and the
+   * teardown goes on either way. */
+  if (!exec->error) (void)grt__wait(exec, all_done, NULL, false, false);
   if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__wait_idle(exec);
   pthread_mutex_unlock(&exec->lock);
   if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__threads_stop(exec);
@@ -221,10 +226,11 @@ grt_status grt_exec_destroy(grt_exec *exec) {
   for (int e = 0; e < GRT_ENGINE_COUNT; e++) pthread_cond_destroy(&exec->engines[e].cv);
   pthread_cond_destroy(&exec->done_cv);
   pthread_mutex_destroy(&exec->lock);
-  if (exec->own_device) grt_device_destroy(exec->device);
+  /* Its segments were checked above: the exec's own device is empty. */
+  grt_status dst = exec->own_device ? grt_device_destroy(exec->device) : GRT_OK;
   exec->magic = 0;
   free(exec);
-  return GRT_OK;
+  return dst;
 }
 
 grt_status grt_exec_get_device(grt_exec *exec, grt_device **out) {

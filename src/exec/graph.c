@@ -9,6 +9,7 @@
  * after the exec lock is released. Destroyed graphs and executable graphs are
  * zombies (magic kept, contents freed) until the exec is destroyed.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,7 +98,11 @@ void grt__graph_pool_unref(grt__gpool *p, grt__gblock **blocks, uint32_t *n) {
 }
 
 void grt__graph_free_blocks(grt_device *dev, grt__gblock *blocks, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++) grt_device_free(dev, blocks[i].ptr);
+  for (uint32_t i = 0; i < n; i++) {
+    grt_status st = grt_device_free(dev, blocks[i].ptr); /* blocks the graph allocated itself */
+    assert(st == GRT_OK);
+    (void)st;
+  }
   free(blocks);
 }
 

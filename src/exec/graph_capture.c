@@ -10,6 +10,7 @@
  * stays in progress (its streams refuse ops with GRT_ERR_CAPTURE) until
  * end-capture reports the error.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -308,8 +309,13 @@ grt_status grt_stream_malloc_async_graph(grt_stream *s, uint64_t size, grt_devpt
     if ((st = capture_node(s, &proto))) c->pool.bytes -= c->pool.blocks[--c->pool.n].size;
   }
   pthread_mutex_unlock(&exec->lock);
-  if (st) grt_device_free(exec->device, p);
-  else *out = p;
+  if (st) {
+    grt_status fst = grt_device_free(exec->device, p); /* allocated just above */
+    assert(fst == GRT_OK);
+    (void)fst;
+  } else {
+    *out = p;
+  }
   return st;
 }
 

@@ -27,10 +27,12 @@
  * it (lock order: pool, sorder, allocator, exec). Thread-agnostic below: the
  * allocator sees only stream ids.
  */
+#include <assert.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "base/u64map.h"
 #include "gpurt/policy.h"
 #include "sorder/sorder_impl.h"
@@ -100,7 +102,7 @@ grt_status grt_mempool_create(const grt_mempool_config *cfg, grt_mempool **out) 
   }
   if (!st && p->is_async) st = grt_alloc_set(p->a, "release_threshold", cfg->release_threshold);
   if (st) {
-    grt_alloc_destroy(p->a);
+    grt__keep_first(&st, grt_alloc_destroy(p->a));
     free(p);
     return st;
   }
@@ -115,8 +117,10 @@ static void ev_put(grt_mempool *p, grt_event *ev) {
   if (p->n_spare == p->cap_spare) {
     size_t cap = p->cap_spare ? p->cap_spare * 2 : 16;
     grt_event **v = realloc(p->spare, cap * sizeof *v);
-    if (!v) {
-      grt_event_destroy(ev);
+    if (!v) { /* no room to keep it spare: an idle event, so its destroy cannot fail */
+      grt_status st = grt_event_destroy(ev);
+      assert(st == GRT_OK);
+      (void)st;
       return;
     }
     p->spare = v;
@@ -131,7 +135,13 @@ static grt_status ev_get(grt_mempool *p, grt_event **out) {
     return GRT_OK;
   }
   grt_status st = grt_event_create(p->exec, GRT_EVENT_DISABLE_TIMING, out);
-  if (!st) grt_event_set_name(*out, "free_async");
+  if (!st) st = grt_event_set_name(*out, "free_async");
+  if (st && *out) { /* a fresh event: destroying it cannot fail */
+    grt_status dst = grt_event_destroy(*out);
+    assert(dst == GRT_OK);
+    (void)dst;
+    *out = NULL;
+  }
   return st;
 }
 
@@ -175,16 +185,18 @@ grt_status grt_mempool_destroy(grt_mempool *p) {
     pthread_mutex_unlock(&p->lock);
     return GRT_ERR_BUSY;
   }
+  /* A failed sync (a sticky exec error) still releases: the pool is going away. */
+  grt_status st = GRT_OK;
   while (p->park_head) {
-    grt_event_synchronize(p->park_head->ev);
+    grt__keep_first(&st, grt_event_synchronize(p->park_head->ev));
     mp_block *b = p->park_head;
     release(p, b);
     if (p->park_head == b) break; /* the allocator refused: give up on it */
   }
   pthread_mutex_unlock(&p->lock);
-  for (size_t i = 0; i < p->n_spare; i++) grt_event_destroy(p->spare[i]);
+  for (size_t i = 0; i < p->n_spare; i++) grt__keep_first(&st, grt_event_destroy(p->spare[i]));
   free(p->spare);
-  grt_status st = grt_alloc_destroy(p->a);
+  grt__keep_first(&st, grt_alloc_destroy(p->a));
   if (p->so) grt__sorder_detach(p->so);
   grt__u64map_free(&p->blocks);
   grt__u64map_free(&p->torch);
@@ -217,14 +229,15 @@ static grt_status wait_edge(grt_mempool *p, grt_stream *s, grt_event *ev) {
 }
 
 /* Host-synchronizes every parked free and hands them all back (the last resort). */
-static void sync_release_all(grt_mempool *p) {
-  if (!p->park_head) return;
-  for (mp_block *b = p->park_head; b; b = b->next) {
-    if (p->so) grt_sorder_event_synchronize(p->so, b->ev);
-    else grt_event_synchronize(b->ev);
-  }
+static grt_status sync_release_all(grt_mempool *p) {
+  if (!p->park_head) return GRT_OK;
+  grt_status st = GRT_OK;
+  for (mp_block *b = p->park_head; b && !st; b = b->next)
+    st = p->so ? grt_sorder_event_synchronize(p->so, b->ev) : grt_event_synchronize(b->ev);
+  if (st) return st;
   p->c.host_syncs++;
   release_completed(p, true, 0);
+  return GRT_OK;
 }
 
 /* A cross-stream reuse of a parked block by policy; NULL when none applies. */
@@ -265,8 +278,8 @@ static grt_status from_allocator(grt_mempool *p, uint64_t size, grt_stream *s, g
     }
   }
   if (!p->park_head) return st;
-  sync_release_all(p);
-  return grt_alloc_malloc(p->a, size, asid, ptr);
+  grt_status w = sync_release_all(p);
+  return w ? w : grt_alloc_malloc(p->a, size, asid, ptr);
 }
 
 /* During stream capture, stream-ordered allocation becomes graph memory
@@ -290,18 +303,25 @@ grt_status grt_malloc_async(grt_mempool *p, uint64_t size, grt_stream *s, grt_de
   else b = reuse_other(p, s, sid, rounded, &st);
   grt_devptr ptr = 0;
   if (!b && !st) st = from_allocator(p, size, s, sid, rounded, &b, &ptr);
+  /* The sanitizer learns of the allocation before the pool commits it, so
+   * that its failure leaves the pool as it was. */
   if (!st && !b) { /* a new block from the allocator */
     uint64_t bsize = 0, req;
     b = calloc(1, sizeof *b);
-    if (!b || grt_alloc_block_info(p->a, ptr, &bsize, &req) || !grt__u64map_put(&p->blocks, ptr, b)) {
+    st = !b ? GRT_ERR_NOMEM : grt_alloc_block_info(p->a, ptr, &bsize, &req);
+    if (!st && p->so) st = grt__sorder_alloc(p->so, ptr, bsize, s);
+    if (!st && !grt__u64map_put(&p->blocks, ptr, b)) st = GRT_ERR_NOMEM;
+    if (st) {
       free(b);
-      grt_alloc_free(p->a, ptr);
-      st = GRT_ERR_NOMEM;
+      grt_status fst = grt_alloc_free(p->a, ptr); /* the block just allocated: its free cannot fail */
+      assert(fst == GRT_OK);
+      (void)fst;
     } else {
       *b = (mp_block){.ptr = ptr, .size = bsize};
     }
   } else if (!st) {
-    unpark(p, b);
+    if (p->so) st = grt__sorder_alloc(p->so, b->ptr, b->size, s);
+    if (!st) unpark(p, b);
   }
   if (!st) {
     b->sid = sid;
@@ -309,7 +329,6 @@ grt_status grt_malloc_async(grt_mempool *p, uint64_t size, grt_stream *s, grt_de
     p->used += b->size;
     if (p->used > p->used_high) p->used_high = p->used;
     p->c.mallocs++;
-    if (p->so) grt__sorder_alloc(p->so, b->ptr, b->size, s);
     *out = b->ptr;
   }
   pthread_mutex_unlock(&p->lock);
@@ -389,7 +408,9 @@ grt_status grt_mempool_malloc(grt_mempool *p, uint64_t size, grt_stream *s, grt_
   st = grt_alloc_malloc(p->a, size, sid, &ptr);
   if (!st && (grt_alloc_block_info(p->a, ptr, &bsize, &req) ||
               !grt__u64map_put(&p->torch, ptr, (void *)(uintptr_t)bsize))) {
-    grt_alloc_free(p->a, ptr);
+    grt_status fst = grt_alloc_free(p->a, ptr); /* the block just allocated: its free cannot fail */
+    assert(fst == GRT_OK);
+    (void)fst;
     st = GRT_ERR_NOMEM;
   }
   if (!st) {

@@ -12,9 +12,11 @@
  * Invariant: `live` maps each host pointer handed out to its device address.
  * Locking: p->lock guards live and the counters; the allocator has its own.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "base/u64map.h"
 #include "sorder/sorder_impl.h"
 
@@ -52,7 +54,7 @@ grt_status grt_pinned_pool_create(const grt_pinned_config *cfg, grt_pinned_pool 
   ac.stream_ops = &p->ops; /* the exec's events serve record_stream */
   grt_status st = grt_exec_stream_ops(cfg->exec, &p->ops);
   if (!st) st = grt_device_create(&dc, &p->dev);
-  if (!st && (st = grt_alloc_create("caching", p->dev, &ac, &p->a))) grt_device_destroy(p->dev);
+  if (!st && (st = grt_alloc_create("caching", p->dev, &ac, &p->a))) grt__keep_first(&st, grt_device_destroy(p->dev));
   if (st) {
     free(p);
     return st;
@@ -89,7 +91,9 @@ grt_status grt_pinned_malloc(grt_pinned_pool *p, uint64_t size, void **out) {
   grt_status st = grt_alloc_get_stats(p->a, &before);
   if (!st) st = grt_alloc_malloc(p->a, size, 0, &d);
   if (!st && (grt_device_host_ptr(p->dev, d, size, &h) || !grt__u64map_put(&p->live, (uint64_t)(uintptr_t)h, (void *)(uintptr_t)d))) {
-    grt_alloc_free(p->a, d);
+    grt_status fst = grt_alloc_free(p->a, d); /* the block just allocated: its free cannot fail */
+    assert(fst == GRT_OK);
+    (void)fst;
     st = GRT_ERR_NOMEM;
   }
   uint64_t charged = 0;
@@ -103,7 +107,14 @@ grt_status grt_pinned_malloc(grt_pinned_pool *p, uint64_t size, void **out) {
   }
   pthread_mutex_unlock(&p->lock);
   if (st) return st;
-  if (charged) grt_exec_host_delay(p->exec, charged); /* the host is busy page-locking */
+  /* The host is busy page-locking. The exec refuses the delay inside a
+   * kernel body or after a sticky error: the block then goes back. */
+  if (charged && (st = grt_exec_host_delay(p->exec, charged))) {
+    grt_status fst = grt_pinned_free(p, h);
+    assert(fst == GRT_OK);
+    (void)fst;
+    return st;
+  }
   *out = h;
   return GRT_OK;
 }

@@ -9,9 +9,11 @@
  * fed into the clocks, so the sanitizer still reports the program's missing
  * edges while the schedule reproduces its corruption deterministically.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "sorder/sorder_impl.h"
 
 void grt_sorder_config_default(grt_sorder_config *cfg) {
@@ -40,7 +42,8 @@ grt_status grt_sorder_create(const grt_sorder_config *cfg, grt_sorder **out) {
     free(so);
     return st;
   }
-  grt_event_set_name(so->serial_ev, "sorder-serialize");
+  st = grt_event_set_name(so->serial_ev, "sorder-serialize"); /* a fresh event: cannot fail */
+  assert(st == GRT_OK);
   pthread_mutex_init(&so->lock, NULL);
   pthread_mutex_init(&so->rlock, NULL);
   grt__hb_init(so);
@@ -58,8 +61,9 @@ grt_status grt_sorder_destroy(grt_sorder *so) {
   pthread_mutex_lock(&so->rlock);
   bool wrapped = so->all_wraps != NULL;
   pthread_mutex_unlock(&so->rlock);
-  if (wrapped) grt_exec_synchronize(so->exec);
-  grt_event_destroy(so->serial_ev);
+  /* A sticky exec error does not stop the teardown; it is reported. */
+  grt_status st = wrapped ? grt_exec_synchronize(so->exec) : GRT_OK;
+  grt__keep_first(&st, grt_event_destroy(so->serial_ev));
   grt__hb_free(so);
   for (grt__so_wrap *w = so->all_wraps, *n; w; w = n) {
     n = w->all_next;
@@ -69,7 +73,7 @@ grt_status grt_sorder_destroy(grt_sorder *so) {
   pthread_mutex_destroy(&so->lock);
   pthread_mutex_destroy(&so->rlock);
   free(so);
-  return GRT_OK;
+  return st;
 }
 
 grt_status grt_sorder_set_debug(grt_sorder *so, int serialize, int poison) {
@@ -270,8 +274,9 @@ static grt_status serial_before(grt_sorder *so, grt_stream *s) {
   return so->serialize ? grt_stream_wait_event(s, so->serial_ev) : GRT_OK;
 }
 
-static void serial_after(grt_sorder *so, grt_stream *s) {
-  if (so->serialize) grt_event_record(so->serial_ev, s);
+/* The launch was issued: a failed record (a sticky exec error) is the call's result. */
+static grt_status serial_after(grt_sorder *so, grt_stream *s) {
+  return so->serialize ? grt_event_record(so->serial_ev, s) : GRT_OK;
 }
 
 static void mirror(grt_sorder *so, int i, const char *name, const grt_access *acc, size_t n) {
@@ -302,7 +307,7 @@ grt_status grt_sorder_launch(grt_sorder *so, grt_stream *s, const grt_kernel_des
       w->n = 0;
       for (size_t k = 0; k < n && w->n < 8; k++)
         if (!acc[k].write) w->acc[w->n++] = acc[k];
-      grt_stream_get_id(s, &w->stream_id);
+      if (grt_stream_get_id(s, &w->stream_id)) w->stream_id = 0; /* s was checked on entry */
       if (grt_stream_get_name(s, w->stream_name, sizeof w->stream_name)) w->stream_name[0] = '\0';
       /* the body may run before this call returns: name and number it now */
       snprintf(w->ref.op, sizeof w->ref.op, "%s", desc->name ? desc->name : "kernel");
@@ -318,7 +323,7 @@ grt_status grt_sorder_launch(grt_sorder *so, grt_stream *s, const grt_kernel_des
     if (w) wrap_put(so, w);
   } else {
     mirror(so, i, desc->name, acc, n);
-    serial_after(so, s);
+    st = serial_after(so, s);
   }
   pthread_mutex_unlock(&so->lock);
   return st;
@@ -338,7 +343,7 @@ static grt_status mem_front(grt_sorder *so, grt_stream *s, int kind, grt_devptr 
     static const char *names[] = {"memcpy_h2d", "memcpy_d2h", "memset"};
     grt_access a = {dev, bytes, kind != 1};
     mirror(so, i, names[kind], &a, bytes ? 1 : 0);
-    serial_after(so, s);
+    st = serial_after(so, s);
   }
   pthread_mutex_unlock(&so->lock);
   return st;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "sorder/sorder_impl.h"
 
 #define MAX_SLOTS 16
@@ -69,23 +70,25 @@ static grt_status setup(pipe *p, grt_device *dev) {
   return st;
 }
 
-static void teardown(pipe *p) {
+/* Releases everything setup made, after the work in flight finished; the first failure. */
+static grt_status teardown(pipe *p) {
   const grt_staging_config *c = p->cfg;
-  grt_exec_synchronize(c->exec);
+  grt_status first = grt_exec_synchronize(c->exec);
   for (unsigned k = 0; k < MAX_SLOTS; k++) {
     slot *s = &p->s[k];
-    if (s->hin) grt_pinned_free(c->host_pool, s->hin);
-    if (s->hout) grt_pinned_free(c->host_pool, s->hout);
-    if (s->din) grt_free_async(c->device_pool, s->din, p->comp);
-    if (s->dout) grt_free_async(c->device_pool, s->dout, p->comp);
-    grt_event_destroy(s->h2d);
-    grt_event_destroy(s->comp);
-    grt_event_destroy(s->d2h);
+    if (s->hin) grt__keep_first(&first, grt_pinned_free(c->host_pool, s->hin));
+    if (s->hout) grt__keep_first(&first, grt_pinned_free(c->host_pool, s->hout));
+    if (s->din) grt__keep_first(&first, grt_free_async(c->device_pool, s->din, p->comp));
+    if (s->dout) grt__keep_first(&first, grt_free_async(c->device_pool, s->dout, p->comp));
+    grt__keep_first(&first, grt_event_destroy(s->h2d));
+    grt__keep_first(&first, grt_event_destroy(s->comp));
+    grt__keep_first(&first, grt_event_destroy(s->d2h));
   }
-  grt_mempool_stream_synchronize(c->device_pool, p->comp);
-  grt_stream_destroy(p->h2d);
-  grt_stream_destroy(p->comp);
-  grt_stream_destroy(p->d2h);
+  if (p->comp) grt__keep_first(&first, grt_mempool_stream_synchronize(c->device_pool, p->comp));
+  grt__keep_first(&first, grt_stream_destroy(p->h2d));
+  grt__keep_first(&first, grt_stream_destroy(p->comp));
+  grt__keep_first(&first, grt_stream_destroy(p->d2h));
+  return first;
 }
 
 /* Waits for the slot's D2H and copies its output to dst. */
@@ -117,14 +120,16 @@ static grt_status issue_chunk(pipe *p, slot *s, uint64_t n) {
   return st;
 }
 
-static void bounds(const grt_staging_config *c, unsigned chunks, grt_staging_result *out) {
+static grt_status bounds(const grt_staging_config *c, unsigned chunks, grt_staging_result *out) {
   uint64_t h = 0, d = 0;
-  grt_exec_copy_duration_ns(c->exec, GRT_ENGINE_COPY_H2D, c->chunk_bytes, &h);
-  grt_exec_copy_duration_ns(c->exec, GRT_ENGINE_COPY_D2H, c->chunk_bytes, &d);
+  grt_status st = grt_exec_copy_duration_ns(c->exec, GRT_ENGINE_COPY_H2D, c->chunk_bytes, &h);
+  if (!st) st = grt_exec_copy_duration_ns(c->exec, GRT_ENGINE_COPY_D2H, c->chunk_bytes, &d);
+  if (st) return st;
   uint64_t k = c->kernel_ns, m = h > k ? h : k;
   if (d > m) m = d;
   out->serial_bound_ns = chunks * (h + k + d);
   out->overlap_bound_ns = (h + k + d) + (chunks ? chunks - 1 : 0) * m;
+  return GRT_OK;
 }
 
 grt_status grt_staging_run(const grt_staging_config *cfg, const void *src, void *dst, uint64_t bytes,
@@ -160,10 +165,10 @@ grt_status grt_staging_run(const grt_staging_config *cfg, const void *src, void 
     memset(out, 0, sizeof *out);
     out->chunks = chunks;
     out->elapsed_ns = (uint64_t)ns;
-    bounds(cfg, chunks, out);
+    st = bounds(cfg, chunks, out);
   }
-  grt_event_destroy(t0);
-  grt_event_destroy(t1);
-  teardown(&p);
+  grt__keep_first(&st, grt_event_destroy(t0));
+  grt__keep_first(&st, grt_event_destroy(t1));
+  grt__keep_first(&st, teardown(&p));
   return st;
 }

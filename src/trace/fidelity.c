@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "trace/replay_impl.h"
 
 typedef struct fid {
@@ -172,17 +173,20 @@ grt_status grt_replay_fidelity(const grt_trace *trace, grt_fidelity_report *out,
   out->expandable |= r->info.settings.expandable_segments;
   if ((st = grt_replay_rebuild_start(r))) {
     if (err) snprintf(err, err_size, "%s", r->err);
-    grt_replay_destroy(r);
+    grt__keep_first(&st, grt_replay_destroy(r));
     return st;
   }
   grt_alloc_snapshot *start = NULL;
-  if (grt_alloc_snapshot_take(r->alloc, &start) == GRT_OK) {
-    out->start_segments = start->n_segments;
-    for (size_t i = 0; i < start->n_segments; i++)
-      for (size_t j = 0; j < start->segments[i].n_blocks; j++)
-        out->start_blocks += start->segments[i].blocks[j].state != GRT_BLOCK_INACTIVE;
-    grt_alloc_snapshot_free(start);
+  if ((st = grt_alloc_snapshot_take(r->alloc, &start))) {
+    if (err) snprintf(err, err_size, "cannot take the start state's snapshot: %s", grt_status_str(st));
+    grt__keep_first(&st, grt_replay_destroy(r));
+    return st;
   }
+  out->start_segments = start->n_segments;
+  for (size_t i = 0; i < start->n_segments; i++)
+    for (size_t j = 0; j < start->segments[i].n_blocks; j++)
+      out->start_blocks += start->segments[i].blocks[j].state != GRT_BLOCK_INACTIVE;
+  grt_alloc_snapshot_free(start);
   r->on_alloc = on_alloc;
   r->on_release = on_release;
   r->hook_ctx = &f;
@@ -193,6 +197,6 @@ grt_status grt_replay_fidelity(const grt_trace *trace, grt_fidelity_report *out,
     compare_layout(r, &r->info, out);
     out->structure_ok = grt_alloc_check(r->alloc, out->structure_note, sizeof out->structure_note) == GRT_OK;
   }
-  grt_replay_destroy(r);
+  grt__keep_first(&st, grt_replay_destroy(r));
   return st;
 }

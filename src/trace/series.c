@@ -3,13 +3,16 @@
  * free block, fragmentation, cumulative device calls) and the trace's own
  * live bytes. Kept only when the configuration asks for a series, so a plain
  * replay's memory does not grow with the trace. */
+#include <assert.h>
 #include <stdlib.h>
 
 #include "trace/replay_impl.h"
 
 void grt__replay_fill_sample(grt_replay *r, grt_replay_sample *s) {
   grt_alloc_stats as;
-  grt_alloc_get_stats(r->alloc, &as);
+  grt_status st = grt_alloc_get_stats(r->alloc, &as); /* the replay's own allocator: cannot fail */
+  assert(st == GRT_OK);
+  (void)st;
   s->reserved = (uint64_t)as.reserved_bytes[GRT_STAT_ALL].current;
   s->allocated = (uint64_t)as.allocated_bytes[GRT_STAT_ALL].current;
   s->requested = (uint64_t)as.requested_bytes[GRT_STAT_ALL].current;
