@@ -90,10 +90,11 @@ GRT_API void grt_alloc_config_default(grt_alloc_config *cfg);
  * garbage_collection_threshold, expandable_segments, and gpurt's own: cross_stream (never|with_event),
  * fit (best|first), merge_on_free (True|False), empty_cache_idle_cycles (N), shards (N).
  * On error returns GRT_ERR_PARSE, writes a reason into err (if non-NULL) and leaves cfg unchanged. */
-GRT_API grt_status grt_alloc_config_parse(grt_alloc_config *cfg, const char *text, char *err, size_t err_size);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_config_parse(grt_alloc_config *cfg, const char *text, char *err,
+                                                         size_t err_size);
 
 /* Applies the GRT_ALLOC_CONF environment variable (if set) over cfg. */
-GRT_API grt_status grt_alloc_config_from_env(grt_alloc_config *cfg, char *err, size_t err_size);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_config_from_env(grt_alloc_config *cfg, char *err, size_t err_size);
 
 /* PyTorch's round_size(): the block size a request of `size` bytes occupies. */
 GRT_API uint64_t grt_alloc_round_size(const grt_alloc_config *cfg, uint64_t size);
@@ -102,31 +103,33 @@ GRT_API uint64_t grt_alloc_segment_size(uint64_t rounded_size);
 
 /* Creates an allocator of the named policy ("caching", "naive", ...) over dev
  * (borrowed: it must outlive the allocator). cfg may be NULL for defaults. */
-GRT_API grt_status grt_alloc_create(const char *policy, grt_device *dev, const grt_alloc_config *cfg,
-                                    grt_allocator **out);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_create(const char *policy, grt_device *dev, const grt_alloc_config *cfg,
+                                                   grt_allocator **out);
 
 /* Returns every segment to the device and frees the allocator. Blocks still
  * allocated become invalid (like process exit). destroy(NULL) is a no-op. */
-GRT_API grt_status grt_alloc_destroy(grt_allocator *a);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_destroy(grt_allocator *a);
 
 /* Allocates size bytes for use on stream. GRT_ERR_SIZE for 0 or absurd sizes;
  * GRT_ERR_OOM when the device cannot supply it even after freeing the cache
  * (grt_alloc_last_error then holds PyTorch's explanation). */
-GRT_API grt_status grt_alloc_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream,
+                                                   grt_devptr *out);
 
 /* Frees a block returned by grt_alloc_malloc. GRT_ERR_DOUBLE_FREE,
  * GRT_ERR_INTERIOR_POINTER or GRT_ERR_UNKNOWN_POINTER on bad input (nothing changes). */
-GRT_API grt_status grt_alloc_free(grt_allocator *a, grt_devptr ptr);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_free(grt_allocator *a, grt_devptr ptr);
 
 /* Marks the block as used by stream too: its free is deferred until work
  * issued to that stream before the free has completed. */
-GRT_API grt_status grt_alloc_record_stream(grt_allocator *a, grt_devptr ptr, grt_stream_id stream);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_record_stream(grt_allocator *a, grt_devptr ptr, grt_stream_id stream);
 
 /* Synchronizes outstanding events, then returns every whole unsplit free segment to the device. */
-GRT_API grt_status grt_alloc_empty_cache(grt_allocator *a);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_empty_cache(grt_allocator *a);
 
 /* Size of the live block at ptr (rounded) and what was requested. */
-GRT_API grt_status grt_alloc_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size, uint64_t *requested);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size,
+                                                       uint64_t *requested);
 
 /* The policy name given at creation. */
 GRT_API const char *grt_alloc_policy(const grt_allocator *a);
@@ -140,14 +143,16 @@ GRT_API const char *grt_alloc_last_error(const grt_allocator *a);
 /* Adds a segment that already existed when a recording began: placed on the
  * device at exactly base (GRT_ERR_OOM when that range is taken), one free
  * block, counted as reserved like any segment. is_large picks the pool. */
-GRT_API grt_status grt_alloc_import_segment(grt_allocator *a, grt_devptr base, uint64_t size, grt_stream_id stream,
-                                            int is_large);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_import_segment(grt_allocator *a, grt_devptr base, uint64_t size,
+                                                           grt_stream_id stream,
+                                                           int is_large);
 
 /* Marks [addr, addr + size) allocated (requested bytes asked for) inside a
  * free block of an imported segment, splitting free space off before and
  * after it. GRT_ERR_INVALID_ARG when the range is not wholly inside one free
  * block or is not 512-aligned. */
-GRT_API grt_status grt_alloc_import_block(grt_allocator *a, grt_devptr addr, uint64_t size, uint64_t requested);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_import_block(grt_allocator *a, grt_devptr addr, uint64_t size,
+                                                         uint64_t requested);
 
 /* ---- statistics: torch.cuda.memory_stats() ---- */
 
@@ -183,9 +188,9 @@ typedef struct grt_alloc_stats {
   uint64_t pending_free_blocks; /* frees waiting on stream events */
 } grt_alloc_stats;
 
-GRT_API grt_status grt_alloc_get_stats(grt_allocator *a, grt_alloc_stats *out);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_get_stats(grt_allocator *a, grt_alloc_stats *out);
 /* torch.cuda.reset_peak_memory_stats(): peaks := current. */
-GRT_API grt_status grt_alloc_reset_peak_stats(grt_allocator *a);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_reset_peak_stats(grt_allocator *a);
 
 /* ---- snapshot: torch.cuda.memory_snapshot() segments ---- */
 
@@ -220,13 +225,13 @@ typedef struct grt_alloc_snapshot {
   grt_snapshot_segment *segments; /* in address order */
 } grt_alloc_snapshot;
 
-GRT_API grt_status grt_alloc_snapshot_take(grt_allocator *a, grt_alloc_snapshot **out);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_snapshot_take(grt_allocator *a, grt_alloc_snapshot **out);
 GRT_API void grt_alloc_snapshot_free(grt_alloc_snapshot *snap);
 
 /* Structure walker: checks that blocks tile their segments, no two live blocks
  * overlap, free blocks are indexed exactly once and the statistics equal a
  * recount. GRT_OK, or GRT_ERR_INTERNAL with the first violation in msg. */
-GRT_API grt_status grt_alloc_check(grt_allocator *a, char *msg, size_t msg_size);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_check(grt_allocator *a, char *msg, size_t msg_size);
 
 /* ---- completion over real CUDA events (gpurt/cuda.h) ----
  * A grt_stream_ops for allocators on a CUDA device: stream ids are CUstream
@@ -236,8 +241,8 @@ GRT_API grt_status grt_alloc_check(grt_allocator *a, char *msg, size_t msg_size)
  * it; destroy returns GRT_ERR_BUSY while events handed out are not destroyed.
  * On a non-CUDA device create returns GRT_ERR_UNSUPPORTED. */
 typedef struct grt_cuda_events grt_cuda_events;
-GRT_API grt_status grt_cuda_events_create(grt_device *dev, grt_cuda_events **out);
-GRT_API grt_status grt_cuda_events_destroy(grt_cuda_events *ev);
+GRT_API GRT_MUST_CHECK grt_status grt_cuda_events_create(grt_device *dev, grt_cuda_events **out);
+GRT_API GRT_MUST_CHECK grt_status grt_cuda_events_destroy(grt_cuda_events *ev);
 /* The ops to put into grt_alloc_config.stream_ops (valid until destroy). */
 GRT_API const grt_stream_ops *grt_cuda_events_stream_ops(grt_cuda_events *ev);
 /* How many events were recorded in total (for reports). */
@@ -263,13 +268,13 @@ GRT_API uint64_t grt_cuda_events_recorded(grt_cuda_events *ev);
  * "sharded") is GRT_ERR_UNSUPPORTED, with the policy's keys named in
  * grt_alloc_last_error; a value out of range is GRT_ERR_INVALID_ARG. A failed
  * call changes nothing. Each holds the allocator's mutex like every other call. */
-GRT_API grt_status grt_alloc_set(grt_allocator *a, const char *key, uint64_t value);
-GRT_API grt_status grt_alloc_get(grt_allocator *a, const char *key, uint64_t *value);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_set(grt_allocator *a, const char *key, uint64_t value);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_get(grt_allocator *a, const char *key, uint64_t *value);
 
 /* The names grt_alloc_create accepts, in a fixed order ("naive", "caching",
  * "bestfit", "bump", "buddy", "slab", "async", "sharded"): *names points to
  * static storage of *count entries. */
-GRT_API grt_status grt_alloc_policies(const char *const **names, size_t *count);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_policies(const char *const **names, size_t *count);
 
 #ifdef __cplusplus
 }

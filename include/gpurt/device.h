@@ -58,52 +58,52 @@ typedef struct grt_device_stats {
 GRT_API void grt_device_config_default(grt_device_config *cfg);
 
 /* Creates a simulated device. On failure *out is NULL and nothing leaks. */
-GRT_API grt_status grt_device_create(const grt_device_config *cfg, grt_device **out);
+GRT_API GRT_MUST_CHECK grt_status grt_device_create(const grt_device_config *cfg, grt_device **out);
 
 /* Destroys the device. GRT_ERR_BUSY (nothing changed) while segments are live.
  * grt_device_destroy(NULL) is a no-op returning GRT_OK. */
-GRT_API grt_status grt_device_destroy(grt_device *dev);
+GRT_API GRT_MUST_CHECK grt_status grt_device_destroy(grt_device *dev);
 
 /* First-fit allocation of size bytes (rounded up to the alignment).
  * GRT_ERR_SIZE for 0 or more than the capacity; GRT_ERR_OOM when no hole fits. */
-GRT_API grt_status grt_device_malloc(grt_device *dev, uint64_t size, grt_devptr *out);
+GRT_API GRT_MUST_CHECK grt_status grt_device_malloc(grt_device *dev, uint64_t size, grt_devptr *out);
 
 /* Places a segment at exactly addr (a replay device re-creating recorded
  * segments). GRT_ERR_OOM when [addr, addr+size) is not wholly free. */
-GRT_API grt_status grt_device_malloc_at(grt_device *dev, grt_devptr addr, uint64_t size);
+GRT_API GRT_MUST_CHECK grt_status grt_device_malloc_at(grt_device *dev, grt_devptr addr, uint64_t size);
 
 /* Placement hint for the next malloc only: try exactly addr first, fall back
  * to first fit when that range is not free. Replay devices use it to hand out
  * recorded segment addresses. 0 clears the hint. */
-GRT_API grt_status grt_device_set_next_address(grt_device *dev, grt_devptr addr);
+GRT_API GRT_MUST_CHECK grt_status grt_device_set_next_address(grt_device *dev, grt_devptr addr);
 
 /* Frees a segment (one device-wide sync). GRT_ERR_DOUBLE_FREE for an address
  * that was freed, GRT_ERR_INTERIOR_POINTER inside a live segment,
  * GRT_ERR_UNKNOWN_POINTER otherwise; the device is unchanged on error. */
-GRT_API grt_status grt_device_free(grt_device *dev, grt_devptr ptr);
+GRT_API GRT_MUST_CHECK grt_status grt_device_free(grt_device *dev, grt_devptr ptr);
 
 /* Size of the live segment starting at ptr. */
-GRT_API grt_status grt_device_segment_size(grt_device *dev, grt_devptr ptr, uint64_t *size);
+GRT_API GRT_MUST_CHECK grt_status grt_device_segment_size(grt_device *dev, grt_devptr ptr, uint64_t *size);
 
-GRT_API grt_status grt_device_get_stats(grt_device *dev, grt_device_stats *out);
+GRT_API GRT_MUST_CHECK grt_status grt_device_get_stats(grt_device *dev, grt_device_stats *out);
 
 /* cudaMemGetInfo: free and total bytes. */
-GRT_API grt_status grt_device_mem_get_info(grt_device *dev, uint64_t *free_bytes, uint64_t *total);
+GRT_API GRT_MUST_CHECK grt_status grt_device_mem_get_info(grt_device *dev, uint64_t *free_bytes, uint64_t *total);
 
 /* Host view of device bytes [ptr, ptr+len) (host_backing devices only): every
  * byte of the range must be backed, i.e. lie in live segments (a range may
  * run on into the next segment when the two are adjacent, as two adjacent
  * cudaMalloc blocks share one address space) or, in a reservation, inside one
  * mapped page. GRT_ERR_UNKNOWN_POINTER otherwise. */
-GRT_API grt_status grt_device_host_ptr(grt_device *dev, grt_devptr ptr, uint64_t len, void **out);
+GRT_API GRT_MUST_CHECK grt_status grt_device_host_ptr(grt_device *dev, grt_devptr ptr, uint64_t len, void **out);
 
 /* Fault injection: the nth malloc from now fails with GRT_ERR_FAULT_INJECTED
  * (n = 1: the next one); 0 clears it. */
-GRT_API grt_status grt_device_inject_malloc_failure(grt_device *dev, uint64_t nth);
+GRT_API GRT_MUST_CHECK grt_status grt_device_inject_malloc_failure(grt_device *dev, uint64_t nth);
 
 /* Calls fn(ctx, address, size) for each live segment in address order. */
 typedef void (*grt_device_segment_fn)(void *ctx, grt_devptr address, uint64_t size);
-GRT_API grt_status grt_device_walk_segments(grt_device *dev, grt_device_segment_fn fn, void *ctx);
+GRT_API GRT_MUST_CHECK grt_status grt_device_walk_segments(grt_device *dev, grt_device_segment_fn fn, void *ctx);
 
 /* ---- backends ----
  * "simulated" (grt_device_create) or "cuda" (gpurt/cuda.h: a real GPU through
@@ -114,18 +114,18 @@ GRT_API const char *grt_device_backend(const grt_device *dev);
 
 /* Copies the message of the last failed backend call on dev (e.g. the CUDA
  * error name and text) into buf; "" when none. Thread-safe; buf_size >= 1. */
-GRT_API grt_status grt_device_last_error(grt_device *dev, char *buf, size_t buf_size);
+GRT_API GRT_MUST_CHECK grt_status grt_device_last_error(grt_device *dev, char *buf, size_t buf_size);
 
 /* Selects the backend from the environment: GRT_DEVICE=sim (or unset) creates a
  * simulated device from sim_cfg (NULL: defaults); GRT_DEVICE=cuda or cuda:N
  * creates CUDA device N (default 0). GRT_ERR_INVALID_ARG for another value;
  * otherwise the status of the create it chose (GRT_ERR_NO_DEVICE without a
  * driver, GRT_ERR_UNSUPPORTED in a build without CUDA headers). */
-GRT_API grt_status grt_device_create_from_env(const grt_device_config *sim_cfg, grt_device **out);
+GRT_API GRT_MUST_CHECK grt_status grt_device_create_from_env(const grt_device_config *sim_cfg, grt_device **out);
 
 /* Blocks until all work issued to the device has completed (cuCtxSynchronize).
  * The simulated device runs no work: GRT_OK at once. */
-GRT_API grt_status grt_device_synchronize(grt_device *dev);
+GRT_API GRT_MUST_CHECK grt_status grt_device_synchronize(grt_device *dev);
 
 /* ---- virtual memory (the primitives behind expandable segments) ----
  * Reserve a range of device addresses, back pieces of it with physical memory
@@ -138,19 +138,19 @@ GRT_API grt_status grt_device_synchronize(grt_device *dev);
  * capacity first fit; CUDA uses cuMemAddressReserve/cuMemCreate/cuMemMap. */
 
 /* The mapping granularity in bytes (cuMemGetAllocationGranularity, minimum). */
-GRT_API grt_status grt_device_vmm_granularity(grt_device *dev, uint64_t *granularity);
+GRT_API GRT_MUST_CHECK grt_status grt_device_vmm_granularity(grt_device *dev, uint64_t *granularity);
 /* Reserves size bytes of address space (no memory behind it). */
-GRT_API grt_status grt_device_reserve(grt_device *dev, uint64_t size, grt_devptr *va);
+GRT_API GRT_MUST_CHECK grt_status grt_device_reserve(grt_device *dev, uint64_t size, grt_devptr *va);
 /* Backs [va, va+size) (inside one reservation, not mapped yet) with new
  * physical memory, readable and writable by the device. GRT_ERR_OOM when the
  * device has no memory left; GRT_ERR_INVALID_ARG for a range that is not
  * inside a reservation or overlaps a mapped piece. */
-GRT_API grt_status grt_device_map(grt_device *dev, grt_devptr va, uint64_t size);
+GRT_API GRT_MUST_CHECK grt_status grt_device_map(grt_device *dev, grt_devptr va, uint64_t size);
 /* Unmaps [va, va+size) and frees its physical memory: the range must be
  * exactly covered by pieces mapped earlier (GRT_ERR_INVALID_ARG otherwise). */
-GRT_API grt_status grt_device_unmap(grt_device *dev, grt_devptr va, uint64_t size);
+GRT_API GRT_MUST_CHECK grt_status grt_device_unmap(grt_device *dev, grt_devptr va, uint64_t size);
 /* Releases the reservation starting at va: GRT_ERR_BUSY while any of it is mapped. */
-GRT_API grt_status grt_device_release(grt_device *dev, grt_devptr va);
+GRT_API GRT_MUST_CHECK grt_status grt_device_release(grt_device *dev, grt_devptr va);
 
 #ifdef __cplusplus
 }

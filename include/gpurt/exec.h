@@ -104,36 +104,36 @@ GRT_API void grt_exec_config_default(grt_exec_config *cfg);
 /* Creates an exec (workers start at once under GRT_CLOCK_THREADS). On failure
  * *out is NULL and nothing leaks. GRT_ERR_INVALID_ARG for a borrowed device
  * without host backing or out-of-range slots. */
-GRT_API grt_status grt_exec_create(const grt_exec_config *cfg, grt_exec **out);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_create(const grt_exec_config *cfg, grt_exec **out);
 
 /* Waits for all work, stops the workers and frees everything (zombies too),
  * and the device when the exec created it. GRT_ERR_BUSY (nothing changed)
  * while user streams, events or user events are alive, or while the exec's own
  * device still holds segments; GRT_ERR_NOT_PERMITTED from a body. NULL: no-op. */
-GRT_API grt_status grt_exec_destroy(grt_exec *exec);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_destroy(grt_exec *exec);
 
 /* The device (owned or borrowed); valid for the exec's lifetime. */
-GRT_API grt_status grt_exec_get_device(grt_exec *exec, grt_device **out);
-GRT_API grt_status grt_exec_get_clock(grt_exec *exec, grt_clock_kind *out);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_get_device(grt_exec *exec, grt_device **out);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_get_clock(grt_exec *exec, grt_clock_kind *out);
 
 /* cudaDeviceSynchronize: blocks until every issued op completed (virtual: runs
  * the simulation until then). Returns the sticky error if there is one. */
-GRT_API grt_status grt_exec_synchronize(grt_exec *exec);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_synchronize(grt_exec *exec);
 
 /* Current time of the exec's clock, ns since creation (virtual: virtual ns). */
-GRT_API grt_status grt_exec_now_ns(grt_exec *exec, uint64_t *out);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_now_ns(grt_exec *exec, uint64_t *out);
 /* The host spends ns of its own time (an expensive host call such as a pinned
  * allocation): threads: sleeps; virtual: the simulation runs up to now + ns and
  * the virtual clock then stands at least there. GRT_ERR_NOT_PERMITTED in a body. */
-GRT_API grt_status grt_exec_host_delay(grt_exec *exec, uint64_t ns);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_host_delay(grt_exec *exec, uint64_t ns);
 
 /* The sticky error (GRT_OK when none); msg (may be NULL) receives its text,
  * e.g. the deadlock cycle with stream and event names. */
-GRT_API grt_status grt_exec_get_error(grt_exec *exec, char *msg, size_t msg_size);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_get_error(grt_exec *exec, char *msg, size_t msg_size);
 
 /* The modelled duration of a copy (GRT_ENGINE_COPY_H2D/D2H or COMPUTE for D2D
  * and memset) of `bytes` bytes, in ns. */
-GRT_API grt_status grt_exec_copy_duration_ns(grt_exec *exec, grt_engine_class engine, uint64_t bytes,
+GRT_API GRT_MUST_CHECK grt_status grt_exec_copy_duration_ns(grt_exec *exec, grt_engine_class engine, uint64_t bytes,
                                             uint64_t *out_ns);
 
 /* ---- streams ---------------------------------------------------------------- */
@@ -142,38 +142,38 @@ GRT_API grt_status grt_exec_copy_duration_ns(grt_exec *exec, grt_engine_class en
 #define GRT_STREAM_NON_BLOCKING 1u /* exempt from the legacy stream's implicit synchronization */
 
 /* Priority range: [greatest, least] = [-5, 0]; lower number = higher priority. */
-GRT_API grt_status grt_exec_stream_priority_range(grt_exec *exec, int *least, int *greatest);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_stream_priority_range(grt_exec *exec, int *least, int *greatest);
 
 /* Creates a stream; priority is clamped into the range. */
-GRT_API grt_status grt_stream_create(grt_exec *exec, unsigned flags, int priority, grt_stream **out);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_create(grt_exec *exec, unsigned flags, int priority, grt_stream **out);
 
 /* Returns at once; pending work still completes (the stream becomes a zombie).
  * GRT_ERR_NOT_PERMITTED for the legacy and per-thread default streams. */
-GRT_API grt_status grt_stream_destroy(grt_stream *s);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_destroy(grt_stream *s);
 
 /* The legacy default stream (id 0) and the calling thread's per-thread default
  * stream (created on first use); both are owned by the exec. */
-GRT_API grt_status grt_exec_legacy_stream(grt_exec *exec, grt_stream **out);
-GRT_API grt_status grt_exec_per_thread_stream(grt_exec *exec, grt_stream **out);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_legacy_stream(grt_exec *exec, grt_stream **out);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_per_thread_stream(grt_exec *exec, grt_stream **out);
 
 /* A name for timelines and deadlock reports (copied, truncated to 31 bytes). */
-GRT_API grt_status grt_stream_set_name(grt_stream *s, const char *name);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_set_name(grt_stream *s, const char *name);
 /* Copies the stream's name ("" when none was set) into buf (truncated). */
-GRT_API grt_status grt_stream_get_name(grt_stream *s, char *buf, size_t buf_size);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_get_name(grt_stream *s, char *buf, size_t buf_size);
 /* The stable id the allocator layer uses (0 = legacy default stream). */
-GRT_API grt_status grt_stream_get_id(grt_stream *s, grt_stream_id *out);
-GRT_API grt_status grt_stream_get_priority(grt_stream *s, int *out);
-GRT_API grt_status grt_stream_get_flags(grt_stream *s, unsigned *out);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_get_id(grt_stream *s, grt_stream_id *out);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_get_priority(grt_stream *s, int *out);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_get_flags(grt_stream *s, unsigned *out);
 /* Finds a live (or zombie) stream of this exec by id; GRT_ERR_NOT_FOUND. */
-GRT_API grt_status grt_exec_stream_from_id(grt_exec *exec, grt_stream_id id, grt_stream **out);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_stream_from_id(grt_exec *exec, grt_stream_id id, grt_stream **out);
 
 /* GRT_OK when all work issued so far completed, else GRT_ERR_NOT_READY. */
-GRT_API grt_status grt_stream_query(grt_stream *s);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_query(grt_stream *s);
 /* Blocks until all work issued so far completed. */
-GRT_API grt_status grt_stream_synchronize(grt_stream *s);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_synchronize(grt_stream *s);
 /* Work issued to s after this call waits for ev's current snapshot (none if
  * never recorded). GRT_ERR_WRONG_DEVICE for an event of another exec. */
-GRT_API grt_status grt_stream_wait_event(grt_stream *s, grt_event *ev);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_wait_event(grt_stream *s, grt_event *ev);
 
 /* ---- ops ---------------------------------------------------------------------- */
 
@@ -187,19 +187,19 @@ typedef struct grt_kernel_desc {
   const char *name;         /* for timelines (copied, 39 bytes), may be NULL */
 } grt_kernel_desc;
 
-GRT_API grt_status grt_launch_kernel(grt_stream *s, const grt_kernel_desc *desc);
+GRT_API GRT_MUST_CHECK grt_status grt_launch_kernel(grt_stream *s, const grt_kernel_desc *desc);
 
 /* Copies and memset on device buffers (real bytes). Device ranges must lie in a
  * live segment when issued (GRT_ERR_UNKNOWN_POINTER otherwise); if the segment
  * is gone when the op runs, the exec enters a sticky error. Durations follow the
  * bandwidths in the config. Host buffers must stay valid until the op ends. */
-GRT_API grt_status grt_memcpy_h2d_async(grt_stream *s, grt_devptr dst, const void *src, uint64_t bytes);
-GRT_API grt_status grt_memcpy_d2h_async(grt_stream *s, void *dst, grt_devptr src, uint64_t bytes);
-GRT_API grt_status grt_memcpy_d2d_async(grt_stream *s, grt_devptr dst, grt_devptr src, uint64_t bytes);
-GRT_API grt_status grt_memset_async(grt_stream *s, grt_devptr dst, int value, uint64_t bytes);
+GRT_API GRT_MUST_CHECK grt_status grt_memcpy_h2d_async(grt_stream *s, grt_devptr dst, const void *src, uint64_t bytes);
+GRT_API GRT_MUST_CHECK grt_status grt_memcpy_d2h_async(grt_stream *s, void *dst, grt_devptr src, uint64_t bytes);
+GRT_API GRT_MUST_CHECK grt_status grt_memcpy_d2d_async(grt_stream *s, grt_devptr dst, grt_devptr src, uint64_t bytes);
+GRT_API GRT_MUST_CHECK grt_status grt_memset_async(grt_stream *s, grt_devptr dst, int value, uint64_t bytes);
 
 /* cudaLaunchHostFunc: fn(arg) runs after earlier work on s and blocks later work. */
-GRT_API grt_status grt_launch_host_func(grt_stream *s, grt_host_fn fn, void *arg);
+GRT_API GRT_MUST_CHECK grt_status grt_launch_host_func(grt_stream *s, grt_host_fn fn, void *arg);
 
 /* ---- events --------------------------------------------------------------------- */
 
@@ -207,47 +207,47 @@ GRT_API grt_status grt_launch_host_func(grt_stream *s, grt_host_fn fn, void *arg
 #define GRT_EVENT_BLOCKING_SYNC 1u  /* synchronize blocks at once instead of spinning first */
 #define GRT_EVENT_DISABLE_TIMING 2u /* no timestamps: elapsed time is refused */
 
-GRT_API grt_status grt_event_create(grt_exec *exec, unsigned flags, grt_event **out);
+GRT_API GRT_MUST_CHECK grt_status grt_event_create(grt_exec *exec, unsigned flags, grt_event **out);
 /* Returns at once even if a record is pending (the event becomes a zombie). */
-GRT_API grt_status grt_event_destroy(grt_event *ev);
-GRT_API grt_status grt_event_set_name(grt_event *ev, const char *name);
+GRT_API GRT_MUST_CHECK grt_status grt_event_destroy(grt_event *ev);
+GRT_API GRT_MUST_CHECK grt_status grt_event_set_name(grt_event *ev, const char *name);
 /* Snapshot of the work issued to s so far; overwrites an earlier record. */
-GRT_API grt_status grt_event_record(grt_event *ev, grt_stream *s);
+GRT_API GRT_MUST_CHECK grt_status grt_event_record(grt_event *ev, grt_stream *s);
 /* GRT_OK when the snapshot completed (or never recorded), else GRT_ERR_NOT_READY. */
-GRT_API grt_status grt_event_query(grt_event *ev);
-GRT_API grt_status grt_event_synchronize(grt_event *ev);
+GRT_API GRT_MUST_CHECK grt_status grt_event_query(grt_event *ev);
+GRT_API GRT_MUST_CHECK grt_status grt_event_synchronize(grt_event *ev);
 /* Time between two completed, timing-enabled records: GRT_ERR_STATE when either
  * was never recorded, GRT_ERR_NOT_PERMITTED when timing is disabled,
  * GRT_ERR_NOT_READY when either is pending, GRT_ERR_WRONG_DEVICE across execs. */
-GRT_API grt_status grt_event_elapsed_time(grt_event *start, grt_event *end, float *ms);
-GRT_API grt_status grt_event_elapsed_ns(grt_event *start, grt_event *end, int64_t *ns);
+GRT_API GRT_MUST_CHECK grt_status grt_event_elapsed_time(grt_event *start, grt_event *end, float *ms);
+GRT_API GRT_MUST_CHECK grt_status grt_event_elapsed_ns(grt_event *start, grt_event *end, int64_t *ns);
 
 /* ---- blocking user events (the kind that can deadlock) --------------------------- */
 
 /* name (copied, 31 bytes) appears in deadlock reports; may be NULL. */
-GRT_API grt_status grt_user_event_create(grt_exec *exec, const char *name, grt_user_event **out);
+GRT_API GRT_MUST_CHECK grt_status grt_user_event_create(grt_exec *exec, const char *name, grt_user_event **out);
 /* GRT_ERR_BUSY while a stream op or a host thread waits on it or a signal is queued. */
-GRT_API grt_status grt_user_event_destroy(grt_user_event *u);
+GRT_API GRT_MUST_CHECK grt_status grt_user_event_destroy(grt_user_event *u);
 /* Host side: value = max(value, v); releases waiters. */
-GRT_API grt_status grt_user_event_signal(grt_user_event *u, uint64_t v);
+GRT_API GRT_MUST_CHECK grt_status grt_user_event_signal(grt_user_event *u, uint64_t v);
 /* Host side: blocks until value >= v. Allowed inside host functions (the
  * deadlock detector sees the wait); GRT_ERR_DEADLOCK when a cycle is found. */
-GRT_API grt_status grt_user_event_wait(grt_user_event *u, uint64_t v);
-GRT_API grt_status grt_user_event_value(grt_user_event *u, uint64_t *out);
+GRT_API GRT_MUST_CHECK grt_status grt_user_event_wait(grt_user_event *u, uint64_t v);
+GRT_API GRT_MUST_CHECK grt_status grt_user_event_value(grt_user_event *u, uint64_t *out);
 /* Stream side: an op that sets value = max(value, v) when reached. */
-GRT_API grt_status grt_stream_signal_user_event(grt_stream *s, grt_user_event *u, uint64_t v);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_signal_user_event(grt_stream *s, grt_user_event *u, uint64_t v);
 /* Stream side: later work on s waits until value >= v. */
-GRT_API grt_status grt_stream_wait_user_event(grt_stream *s, grt_user_event *u, uint64_t v);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_wait_user_event(grt_stream *s, grt_user_event *u, uint64_t v);
 
 /* ---- timelines (Chrome trace-event JSON, opens in Perfetto / chrome://tracing) ---- */
 
 /* Writes the ops recorded so far (record_timeline must be on): a track per
  * stream and per engine slot, ops as slices, event edges as flow arrows. */
-GRT_API grt_status grt_exec_timeline_write_json(grt_exec *exec, FILE *f);
-GRT_API grt_status grt_exec_timeline_save(grt_exec *exec, const char *path);
-GRT_API grt_status grt_exec_timeline_clear(grt_exec *exec);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_timeline_write_json(grt_exec *exec, FILE *f);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_timeline_save(grt_exec *exec, const char *path);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_timeline_clear(grt_exec *exec);
 /* Number of op records kept. */
-GRT_API grt_status grt_exec_timeline_count(grt_exec *exec, size_t *out);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_timeline_count(grt_exec *exec, size_t *out);
 
 /* ---- graphs: stream capture, instantiate, launch, update (src/exec/graph*.c) ------
  *
@@ -318,28 +318,28 @@ typedef enum grt_capture_status {
 
 /* Begins a capture with s as origin. GRT_ERR_STATE if s already captures,
  * GRT_ERR_NOT_PERMITTED for the legacy default stream. */
-GRT_API grt_status grt_stream_begin_capture(grt_stream *s, grt_capture_mode mode);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_begin_capture(grt_stream *s, grt_capture_mode mode);
 /* Ends the capture begun on s; *graph_out receives the graph (NULL on error).
  * GRT_ERR_STATE if s is not a capture origin; GRT_ERR_NOT_PERMITTED from the
  * wrong thread (non-relaxed; capture unchanged); GRT_ERR_CAPTURE if the capture
  * was invalidated or a forked stream did not join (the capture is over). */
-GRT_API grt_status grt_stream_end_capture(grt_stream *s, grt_graph **graph_out);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_end_capture(grt_stream *s, grt_graph **graph_out);
 /* Legal during capture. */
-GRT_API grt_status grt_stream_capture_status(grt_stream *s, grt_capture_status *out);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_capture_status(grt_stream *s, grt_capture_status *out);
 
-GRT_API grt_status grt_graph_destroy(grt_graph *g);
-GRT_API grt_status grt_graph_set_name(grt_graph *g, const char *name); /* copied, 39 bytes */
+GRT_API GRT_MUST_CHECK grt_status grt_graph_destroy(grt_graph *g);
+GRT_API GRT_MUST_CHECK grt_status grt_graph_set_name(grt_graph *g, const char *name); /* copied, 39 bytes */
 GRT_API grt_status grt_graph_node_count(grt_graph *g, size_t *out);
 /* Edges of the graph (after transitive duplicates within one node's list are removed). */
-GRT_API grt_status grt_graph_edge_count(grt_graph *g, size_t *out);
+GRT_API GRT_MUST_CHECK grt_status grt_graph_edge_count(grt_graph *g, size_t *out);
 
 /* Instantiates g. GRT_ERR_BUSY when g has memory nodes and an executable
  * graph of it still lives. The executable graph is independent of g. */
-GRT_API grt_status grt_graph_instantiate(grt_graph *g, grt_graph_exec **out);
+GRT_API GRT_MUST_CHECK grt_status grt_graph_instantiate(grt_graph *g, grt_graph_exec **out);
 /* Enqueues one replay of ge on s (see above). GRT_ERR_INVALID_ARG for a
  * pointer that is not an executable graph, GRT_ERR_DESTROYED after destroy,
  * GRT_ERR_WRONG_DEVICE across execs, GRT_ERR_CAPTURE into a capturing stream. */
-GRT_API grt_status grt_graph_launch(grt_graph_exec *ge, grt_stream *s);
+GRT_API GRT_MUST_CHECK grt_status grt_graph_launch(grt_graph_exec *ge, grt_stream *s);
 
 typedef enum grt_graph_update_result {
   GRT_GRAPH_UPDATE_OK = 0,
@@ -353,23 +353,24 @@ typedef enum grt_graph_update_result {
  * arguments, durations, names, copy addresses and sizes) are replaced for
  * launches issued afterwards; launches already issued run the old parameters.
  * Otherwise GRT_ERR_NOT_PERMITTED, ge unchanged, and *result (may be NULL) says why. */
-GRT_API grt_status grt_graph_exec_update(grt_graph_exec *ge, grt_graph *g, grt_graph_update_result *result);
+GRT_API GRT_MUST_CHECK grt_status grt_graph_exec_update(grt_graph_exec *ge, grt_graph *g,
+                                                        grt_graph_update_result *result);
 /* GRT_ERR_BUSY while a launch of ge is pending (nothing changed). */
-GRT_API grt_status grt_graph_exec_destroy(grt_graph_exec *ge);
+GRT_API GRT_MUST_CHECK grt_status grt_graph_exec_destroy(grt_graph_exec *ge);
 /* Node count, and graph-pool bytes held (the blocks of its allocation nodes). */
-GRT_API grt_status grt_graph_exec_info(grt_graph_exec *ge, size_t *nodes, uint64_t *pool_bytes);
+GRT_API GRT_MUST_CHECK grt_status grt_graph_exec_info(grt_graph_exec *ge, size_t *nodes, uint64_t *pool_bytes);
 
 /* Allocation node: legal only while s captures (GRT_ERR_STATE otherwise).
  * *out is fixed for the graph's lifetime. GRT_ERR_OOM / GRT_ERR_SIZE from the device. */
-GRT_API grt_status grt_stream_malloc_async_graph(grt_stream *s, uint64_t size, grt_devptr *out);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_malloc_async_graph(grt_stream *s, uint64_t size, grt_devptr *out);
 /* Free node for an address of an allocation node of the same capture:
  * GRT_ERR_UNKNOWN_POINTER otherwise, GRT_ERR_DOUBLE_FREE if freed in it already. */
-GRT_API grt_status grt_stream_free_async_graph(grt_stream *s, grt_devptr ptr);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_free_async_graph(grt_stream *s, grt_devptr ptr);
 
 /* cudaMalloc / cudaFree through the runtime: the synchronous device calls the
  * capture modes restrict (see above); otherwise grt_device_malloc / free. */
-GRT_API grt_status grt_exec_device_malloc(grt_exec *exec, uint64_t size, grt_devptr *out);
-GRT_API grt_status grt_exec_device_free(grt_exec *exec, grt_devptr ptr);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_device_malloc(grt_exec *exec, uint64_t size, grt_devptr *out);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_device_free(grt_exec *exec, grt_devptr ptr);
 
 /* ---- completion interface (grt_stream_ops, base.h) ---------------------------------
  * The exec implements grt_stream_ops, so a layer below it (an allocator's
@@ -388,7 +389,7 @@ GRT_API grt_status grt_exec_device_free(grt_exec *exec, grt_devptr ptr);
  *   event_synchronize  grt_event_synchronize (an error stays in the exec).
  *   event_destroy      destroys the event; an event of another exec is left alone.
  * The ops keep no state but ctx: they stay valid as long as the exec. */
-GRT_API grt_status grt_exec_stream_ops(grt_exec *exec, grt_stream_ops *out);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_stream_ops(grt_exec *exec, grt_stream_ops *out);
 
 /* ---- fault injection (tests; src/exec/fault.c) ------------------------------------ */
 
@@ -404,9 +405,9 @@ typedef enum grt_exec_fault {
  * returns GRT_ERR_FAULT_INJECTED and changes nothing; nth = 0 disarms. Later
  * creations succeed. GRT_ERR_UNSUPPORTED for THREAD_CREATE (workers are created
  * with the exec: use cfg.fail_thread_create_at). */
-GRT_API grt_status grt_exec_inject_failure(grt_exec *exec, grt_exec_fault kind, uint64_t nth);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_inject_failure(grt_exec *exec, grt_exec_fault kind, uint64_t nth);
 /* How many creations of `kind` failed by injection since the exec was created. */
-GRT_API grt_status grt_exec_injected_failures(grt_exec *exec, grt_exec_fault kind, uint64_t *out);
+GRT_API GRT_MUST_CHECK grt_status grt_exec_injected_failures(grt_exec *exec, grt_exec_fault kind, uint64_t *out);
 
 #ifdef __cplusplus
 }

@@ -36,9 +36,11 @@ typedef struct grt_html_run {
 } grt_html_run;
 
 /* Writes the page to f. GRT_ERR_IO when writing fails. */
-GRT_API grt_status grt_html_write_report(FILE *f, const char *title, const grt_html_run *runs, size_t n_runs);
+GRT_API GRT_MUST_CHECK grt_status grt_html_write_report(FILE *f, const char *title, const grt_html_run *runs,
+                                                        size_t n_runs);
 /* The same into a file at path. */
-GRT_API grt_status grt_html_save_report(const char *path, const char *title, const grt_html_run *runs, size_t n_runs);
+GRT_API GRT_MUST_CHECK grt_status grt_html_save_report(const char *path, const char *title, const grt_html_run *runs,
+                                                       size_t n_runs);
 
 #ifdef __cplusplus
 }

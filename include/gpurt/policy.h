@@ -27,19 +27,20 @@ extern "C" {
 
 /* bump: ends a phase. Every live allocation becomes invalid at once (counted
  * as freed) and every arena rewinds to its start; arenas stay reserved. */
-GRT_API grt_status grt_alloc_bump_reset(grt_allocator *a);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_bump_reset(grt_allocator *a);
 
 /* slab: the block table of the allocation at handle: writes the device
  * address of its pages, in order, into pages[0 .. min(cap, n) - 1] and the
  * page count into *n_pages (pages may be NULL when cap is 0). A one-page
  * allocation's handle is its page; a larger one's handle is a virtual address
  * that must not be dereferenced. Bad handles fail as grt_alloc_free does. */
-GRT_API grt_status grt_alloc_slab_pages(grt_allocator *a, grt_devptr handle, grt_devptr *pages, size_t cap,
-                                        size_t *n_pages);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_slab_pages(grt_allocator *a, grt_devptr handle, grt_devptr *pages,
+                                                       size_t cap,
+                                                       size_t *n_pages);
 
 /* async: cudaMemPoolTrimTo: releases whole free segments until reserved bytes
  * are at most bytes or nothing more can be released. */
-GRT_API grt_status grt_alloc_async_trim_to(grt_allocator *a, uint64_t bytes);
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_async_trim_to(grt_allocator *a, uint64_t bytes);
 
 #ifdef __cplusplus
 }

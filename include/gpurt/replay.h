@@ -101,28 +101,30 @@ typedef struct grt_replay_summary {
 /* A replay with no trace attached: feed events with grt_replay_feed. `info`
  * (may be NULL) supplies settings, segments and the id range of a loaded
  * trace; rebuild_start needs it. */
-GRT_API grt_status grt_replay_create(const grt_replay_config *cfg, const grt_trace_info *info, grt_replay **out);
+GRT_API GRT_MUST_CHECK grt_status grt_replay_create(const grt_replay_config *cfg, const grt_trace_info *info,
+                                                    grt_replay **out);
 /* A replay over a loaded trace (borrowed: it must outlive the replay). */
-GRT_API grt_status grt_replay_open(const grt_trace *trace, const grt_replay_config *cfg, grt_replay **out);
+GRT_API GRT_MUST_CHECK grt_status grt_replay_open(const grt_trace *trace, const grt_replay_config *cfg,
+                                                  grt_replay **out);
 /* PyTorch snapshots, "caching" policy with recorded placement, before any
  * event: rebuilds the allocator state at the moment recording began (the
  * segments that already existed, at their recorded addresses, and the blocks
  * live then) from the trace's events and final segments. GRT_ERR_STATE after
  * events were applied; GRT_ERR_INVALID_ARG without a trace or recorded
  * placement; other errors leave the reason in grt_replay_last_error. */
-GRT_API grt_status grt_replay_rebuild_start(grt_replay *r);
+GRT_API GRT_MUST_CHECK grt_status grt_replay_rebuild_start(grt_replay *r);
 /* grt_replay_destroy(NULL) is a no-op. */
-GRT_API grt_status grt_replay_destroy(grt_replay *r);
+GRT_API GRT_MUST_CHECK grt_status grt_replay_destroy(grt_replay *r);
 
 /* Applies one event. `stream` is the recorded stream value. A malformed
  * event (an alloc of a live id, a free the allocator refuses) returns
  * GRT_ERR_PARSE with the reason in grt_replay_last_error; the replay is
  * unchanged. An allocation the device cannot serve is an OOM, not an error. */
-GRT_API grt_status grt_replay_feed(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream);
+GRT_API GRT_MUST_CHECK grt_status grt_replay_feed(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream);
 /* Attached trace: applies the next event; *done is set once all were applied. */
-GRT_API grt_status grt_replay_step(grt_replay *r, bool *done);
+GRT_API GRT_MUST_CHECK grt_status grt_replay_step(grt_replay *r, bool *done);
 /* Attached trace: applies every remaining event. */
-GRT_API grt_status grt_replay_run(grt_replay *r);
+GRT_API GRT_MUST_CHECK grt_status grt_replay_run(grt_replay *r);
 
 /* Replays a native trace file with the streaming reader (constant memory plus
  * the live allocations): a reader thread parses batches of events while the
@@ -130,14 +132,15 @@ GRT_API grt_status grt_replay_run(grt_replay *r);
  * NULL) gets the line of a failure; when the replay itself fails, the file is
  * replayed again on one thread to find that line, so a step callback sees the
  * events before the failure twice. */
-GRT_API grt_status grt_replay_stream_file(const char *path, const grt_replay_config *cfg, grt_replay_summary *out,
-                                          grt_trace_error *err);
+GRT_API GRT_MUST_CHECK grt_status grt_replay_stream_file(const char *path, const grt_replay_config *cfg,
+                                                         grt_replay_summary *out,
+                                                         grt_trace_error *err);
 
-GRT_API grt_status grt_replay_get_summary(const grt_replay *r, grt_replay_summary *out);
+GRT_API GRT_MUST_CHECK grt_status grt_replay_get_summary(const grt_replay *r, grt_replay_summary *out);
 /* The state now (what the series would record after the last event). */
-GRT_API grt_status grt_replay_sample_now(grt_replay *r, grt_replay_sample *out);
+GRT_API GRT_MUST_CHECK grt_status grt_replay_sample_now(grt_replay *r, grt_replay_sample *out);
 /* The recorded series (record_series); *n is 0 otherwise. Valid until the next feed/step. */
-GRT_API grt_status grt_replay_series(const grt_replay *r, const grt_replay_sample **samples, size_t *n);
+GRT_API GRT_MUST_CHECK grt_status grt_replay_series(const grt_replay *r, const grt_replay_sample **samples, size_t *n);
 /* Events applied so far. */
 GRT_API uint64_t grt_replay_position(const grt_replay *r);
 /* The replay's allocator and device (owned by the replay). */
@@ -151,8 +154,9 @@ GRT_API const char *grt_replay_last_error(const grt_replay *r);
  * found by doubling then bisection with a fresh device and allocator each
  * time (first-fit placement, no start-state rebuild, no series, no callback).
  * *peak_live gets the trace's peak live bytes (may be NULL). */
-GRT_API grt_status grt_replay_min_capacity(const grt_trace *trace, const grt_replay_config *cfg, uint64_t granularity,
-                                           uint64_t *capacity, uint64_t *peak_live);
+GRT_API GRT_MUST_CHECK grt_status grt_replay_min_capacity(const grt_trace *trace, const grt_replay_config *cfg,
+                                                          uint64_t granularity,
+                                                          uint64_t *capacity, uint64_t *peak_live);
 
 /* ---- fidelity: does the faithful model place every allocation where PyTorch did? ---- */
 
@@ -189,7 +193,8 @@ typedef struct grt_fidelity_report {
  * handing out the recorded segment addresses, from the rebuilt starting
  * state, and scores it. On failure (e.g. the starting state cannot be
  * rebuilt) err (may be NULL) gets the reason. */
-GRT_API grt_status grt_replay_fidelity(const grt_trace *trace, grt_fidelity_report *out, char *err, size_t err_size);
+GRT_API GRT_MUST_CHECK grt_status grt_replay_fidelity(const grt_trace *trace, grt_fidelity_report *out, char *err,
+                                                      size_t err_size);
 
 #ifdef __cplusplus
 }

@@ -40,7 +40,7 @@ typedef struct grt_free_space {
 } grt_free_space;
 
 /* Sums a snapshot's inactive blocks per pool. */
-GRT_API grt_status grt_free_space_of(const grt_alloc_snapshot *snap, grt_free_space *out);
+GRT_API GRT_MUST_CHECK grt_status grt_free_space_of(const grt_alloc_snapshot *snap, grt_free_space *out);
 
 /* 1 - largest / free_bytes, in [0, 1]; 0 when free_bytes is 0. 0 means the
  * free cache is one block; near 1 means it is dust no large request can use. */
@@ -50,9 +50,9 @@ GRT_API double grt_fragmentation_ratio(uint64_t largest, uint64_t free_bytes);
 
 typedef struct grt_metrics grt_metrics;
 
-GRT_API grt_status grt_metrics_create(grt_metrics **out);
+GRT_API GRT_MUST_CHECK grt_status grt_metrics_create(grt_metrics **out);
 /* Frees the registry (not the sources: they are borrowed). destroy(NULL) is a no-op. */
-GRT_API grt_status grt_metrics_destroy(grt_metrics *m);
+GRT_API GRT_MUST_CHECK grt_status grt_metrics_destroy(grt_metrics *m);
 
 /* Adds an allocator (borrowed: remove it before destroying it). name becomes
  * the `allocator` label (NULL: the policy name), device the `device` label
@@ -60,18 +60,19 @@ GRT_API grt_status grt_metrics_destroy(grt_metrics *m);
  * allocator each, added under their purpose's name. Labels are copied.
  * GRT_ERR_STATE when the allocator, or the (allocator, device) label pair, is
  * already registered. */
-GRT_API grt_status grt_metrics_add_allocator(grt_metrics *m, grt_allocator *a, const char *name, const char *device);
+GRT_API GRT_MUST_CHECK grt_status grt_metrics_add_allocator(grt_metrics *m, grt_allocator *a, const char *name,
+                                                            const char *device);
 /* GRT_ERR_NOT_FOUND when a is not registered. */
-GRT_API grt_status grt_metrics_remove_allocator(grt_metrics *m, grt_allocator *a);
+GRT_API GRT_MUST_CHECK grt_status grt_metrics_remove_allocator(grt_metrics *m, grt_allocator *a);
 
 /* Adds a device (borrowed) under the `device` label (NULL: "0"). */
-GRT_API grt_status grt_metrics_add_device(grt_metrics *m, grt_device *d, const char *device);
-GRT_API grt_status grt_metrics_remove_device(grt_metrics *m, grt_device *d);
+GRT_API GRT_MUST_CHECK grt_status grt_metrics_add_device(grt_metrics *m, grt_device *d, const char *device);
+GRT_API GRT_MUST_CHECK grt_status grt_metrics_remove_device(grt_metrics *m, grt_device *d);
 
 /* Renders every source as Prometheus text (HELP and TYPE for each family,
  * gauges and `_total` counters, labels device/allocator/pool). *out is
  * malloc'ed (grt_report_free); *len (may be NULL) receives its length. */
-GRT_API grt_status grt_metrics_render(grt_metrics *m, char **out, size_t *len);
+GRT_API GRT_MUST_CHECK grt_status grt_metrics_render(grt_metrics *m, char **out, size_t *len);
 
 /* ---- JSON in PyTorch's shapes ---- */
 
@@ -79,20 +80,20 @@ GRT_API grt_status grt_metrics_render(grt_metrics *m, char **out, size_t *len);
  * "allocated_bytes.all.current", "num_ooms", "max_split_size"; plus gpurt's
  * extras ("cached_bytes", "largest_free_block", "num_cache_hits",
  * "cross_stream_syncs", "pending_free_blocks"). */
-GRT_API grt_status grt_stats_json(const grt_alloc_stats *s, char **out);
+GRT_API GRT_MUST_CHECK grt_status grt_stats_json(const grt_alloc_stats *s, char **out);
 
 /* torch.cuda.memory._snapshot(): {"segments": [...], "device_traces": [[]]}
  * with each segment's device, address, total_size, allocated_size,
  * active_size, requested_size, stream, segment_type, segment_pool_id,
  * is_expandable, frames and blocks [{address, size, requested_size, state,
  * frames}]. device is the `device` index written into each segment (>= 0). */
-GRT_API grt_status grt_snapshot_json(const grt_alloc_snapshot *snap, int device, char **out);
+GRT_API GRT_MUST_CHECK grt_status grt_snapshot_json(const grt_alloc_snapshot *snap, int device, char **out);
 
 /* torch.cuda.memory_summary(device, abbreviated): the same 75-column table,
  * plus a line PyTorch lacks: largest free block, free cache and fragmentation
  * (free may be NULL: the line then shows stats->largest_free_block only). */
-GRT_API grt_status grt_memory_summary(const grt_alloc_stats *s, const grt_free_space *free, int device,
-                                      int abbreviated, char **out);
+GRT_API GRT_MUST_CHECK grt_status grt_memory_summary(const grt_alloc_stats *s, const grt_free_space *free, int device,
+                                                     int abbreviated, char **out);
 
 /* ---- a paced, steppable workload ---- */
 
@@ -120,7 +121,8 @@ GRT_API void grt_pace_config_default(grt_pace_config *cfg);
  * NULL) receives the number of events done. GRT_OK when the source ended or a
  * limit was reached; the source's status otherwise. Sleeps between events on
  * an absolute schedule, so the average pace holds even when steps vary. */
-GRT_API grt_status grt_pace_run(const grt_step_source *src, const grt_pace_config *cfg, uint64_t *events);
+GRT_API GRT_MUST_CHECK grt_status grt_pace_run(const grt_step_source *src, const grt_pace_config *cfg,
+                                               uint64_t *events);
 
 #ifdef __cplusplus
 }

@@ -37,13 +37,14 @@ GRT_API void grt_serve_config_default(grt_serve_config *cfg);
 
 /* Parses "HOST:PORT", ":PORT" or "PORT" into cfg's address and port (a
  * missing host keeps cfg's address). GRT_ERR_PARSE (cfg unchanged) on bad input. */
-GRT_API grt_status grt_serve_config_parse(grt_serve_config *cfg, const char *spec);
+GRT_API GRT_MUST_CHECK grt_status grt_serve_config_parse(grt_serve_config *cfg, const char *spec);
 
 /* Starts serving m (borrowed). On failure returns GRT_ERR_IO (address in use,
  * no permission...), GRT_ERR_INVALID_ARG (bad address) or GRT_ERR_NOMEM, with
  * a sentence in err (if non-NULL), and nothing is left running. */
-GRT_API grt_status grt_metrics_serve(grt_metrics *m, const grt_serve_config *cfg, grt_metrics_server **out,
-                                     char *err, size_t err_size);
+GRT_API GRT_MUST_CHECK grt_status grt_metrics_serve(grt_metrics *m, const grt_serve_config *cfg,
+                                                    grt_metrics_server **out,
+                                                    char *err, size_t err_size);
 
 /* The port actually bound (useful with port 0). */
 GRT_API uint16_t grt_metrics_server_port(const grt_metrics_server *s);
@@ -53,7 +54,7 @@ GRT_API uint64_t grt_metrics_server_scrapes(const grt_metrics_server *s);
 
 /* Stops accepting, finishes the request in progress, joins the thread, frees
  * the server. NULL is a no-op. */
-GRT_API grt_status grt_metrics_server_stop(grt_metrics_server *s);
+GRT_API GRT_MUST_CHECK grt_status grt_metrics_server_stop(grt_metrics_server *s);
 
 #ifdef __cplusplus
 }

@@ -61,12 +61,12 @@ typedef struct grt_sorder_config {
 } grt_sorder_config;
 
 GRT_API void grt_sorder_config_default(grt_sorder_config *cfg);
-GRT_API grt_status grt_sorder_create(const grt_sorder_config *cfg, grt_sorder **out);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_create(const grt_sorder_config *cfg, grt_sorder **out);
 /* GRT_ERR_BUSY while a pool uses the context. NULL: no-op. */
-GRT_API grt_status grt_sorder_destroy(grt_sorder *so);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_destroy(grt_sorder *so);
 /* Debug mode at run time (affects work issued afterwards). */
-GRT_API grt_status grt_sorder_set_debug(grt_sorder *so, int serialize, int poison);
-GRT_API grt_status grt_sorder_get_debug(grt_sorder *so, int *serialize, int *poison);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_set_debug(grt_sorder *so, int serialize, int poison);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_get_debug(grt_sorder *so, int *serialize, int *poison);
 
 /* A buffer a kernel declares: [ptr, ptr + bytes), read or written. Buffers are
  * identified by their start address (declare the allocation's address). */
@@ -77,24 +77,26 @@ typedef struct grt_access {
 } grt_access;
 
 /* Launches desc on s and records its declared accesses (n may be 0). */
-GRT_API grt_status grt_sorder_launch(grt_sorder *so, grt_stream *s, const grt_kernel_desc *desc,
-                                     const grt_access *acc, size_t n);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_launch(grt_sorder *so, grt_stream *s, const grt_kernel_desc *desc,
+                                                    const grt_access *acc, size_t n);
 /* Copies and memset: the device side is a declared write (H2D, memset) or read (D2H). */
-GRT_API grt_status grt_sorder_memcpy_h2d(grt_sorder *so, grt_stream *s, grt_devptr dst, const void *src,
-                                         uint64_t bytes);
-GRT_API grt_status grt_sorder_memcpy_d2h(grt_sorder *so, grt_stream *s, void *dst, grt_devptr src, uint64_t bytes);
-GRT_API grt_status grt_sorder_memset(grt_sorder *so, grt_stream *s, grt_devptr dst, int value, uint64_t bytes);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_memcpy_h2d(grt_sorder *so, grt_stream *s, grt_devptr dst, const void *src,
+                                                        uint64_t bytes);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_memcpy_d2h(grt_sorder *so, grt_stream *s, void *dst, grt_devptr src,
+                                                        uint64_t bytes);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_memset(grt_sorder *so, grt_stream *s, grt_devptr dst, int value,
+                                                    uint64_t bytes);
 /* Edges and host synchronizations, mirrored into the vector clocks. */
-GRT_API grt_status grt_sorder_event_record(grt_sorder *so, grt_event *ev, grt_stream *s);
-GRT_API grt_status grt_sorder_stream_wait_event(grt_sorder *so, grt_stream *s, grt_event *ev);
-GRT_API grt_status grt_sorder_stream_synchronize(grt_sorder *so, grt_stream *s);
-GRT_API grt_status grt_sorder_event_synchronize(grt_sorder *so, grt_event *ev);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_event_record(grt_sorder *so, grt_event *ev, grt_stream *s);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_stream_wait_event(grt_sorder *so, grt_stream *s, grt_event *ev);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_stream_synchronize(grt_sorder *so, grt_stream *s);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_event_synchronize(grt_sorder *so, grt_event *ev);
 /* GRT_OK (completed: the host now knows it, as with cudaEventQuery) or GRT_ERR_NOT_READY. */
-GRT_API grt_status grt_sorder_event_query(grt_sorder *so, grt_event *ev);
-GRT_API grt_status grt_sorder_synchronize(grt_sorder *so);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_event_query(grt_sorder *so, grt_event *ev);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_synchronize(grt_sorder *so);
 /* A host read or write of device memory (e.g. through grt_device_host_ptr):
  * checked like a kernel's access, on the host's clock. */
-GRT_API grt_status grt_sorder_host_access(grt_sorder *so, grt_devptr ptr, uint64_t bytes, int write);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_host_access(grt_sorder *so, grt_devptr ptr, uint64_t bytes, int write);
 
 typedef enum grt_sorder_report_kind {
   GRT_SORDER_RACE = 0,          /* two accesses (one a write or a free) not ordered by any edge */
@@ -120,11 +122,11 @@ typedef struct grt_sorder_report {
 } grt_sorder_report;
 
 /* Reports found so far (kept ones) and the total including dropped ones. */
-GRT_API grt_status grt_sorder_report_count(grt_sorder *so, size_t *kept, uint64_t *total);
-GRT_API grt_status grt_sorder_get_report(grt_sorder *so, size_t i, grt_sorder_report *out);
-GRT_API grt_status grt_sorder_clear_reports(grt_sorder *so);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_report_count(grt_sorder *so, size_t *kept, uint64_t *total);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_get_report(grt_sorder *so, size_t i, grt_sorder_report *out);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_clear_reports(grt_sorder *so);
 /* One line per report. */
-GRT_API grt_status grt_sorder_print_reports(grt_sorder *so, FILE *f);
+GRT_API GRT_MUST_CHECK grt_status grt_sorder_print_reports(grt_sorder *so, FILE *f);
 GRT_API const char *grt_sorder_report_kind_name(grt_sorder_report_kind k);
 
 /* ---- the stream-ordered pool --------------------------------------------------------- */
@@ -148,56 +150,56 @@ typedef struct grt_mempool_config {
 } grt_mempool_config;
 
 GRT_API void grt_mempool_config_default(grt_mempool_config *cfg);
-GRT_API grt_status grt_mempool_create(const grt_mempool_config *cfg, grt_mempool **out);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_create(const grt_mempool_config *cfg, grt_mempool **out);
 /* Waits for pending frees and returns everything to the device. GRT_ERR_BUSY
  * (nothing changes) while allocations are live. NULL: no-op. */
-GRT_API grt_status grt_mempool_destroy(grt_mempool *pool);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_destroy(grt_mempool *pool);
 
 /* cudaMallocAsync: size bytes for use on s, in s's order. GRT_ERR_SIZE for 0,
  * GRT_ERR_OOM when nothing can supply it after every policy was tried,
  * GRT_ERR_DESTROYED for a destroyed stream. */
-GRT_API grt_status grt_malloc_async(grt_mempool *pool, uint64_t size, grt_stream *s, grt_devptr *out);
+GRT_API GRT_MUST_CHECK grt_status grt_malloc_async(grt_mempool *pool, uint64_t size, grt_stream *s, grt_devptr *out);
 /* cudaFreeAsync: ptr is free from s's current position on. GRT_ERR_DOUBLE_FREE
  * for a block already freed, GRT_ERR_UNKNOWN_POINTER for a pointer of another
  * pool, GRT_ERR_INVALID_ARG for a block of this pool's PyTorch path (free it
  * with grt_mempool_free), GRT_ERR_DESTROYED for a destroyed stream; nothing
  * changes on error. */
-GRT_API grt_status grt_free_async(grt_mempool *pool, grt_devptr ptr, grt_stream *s);
+GRT_API GRT_MUST_CHECK grt_status grt_free_async(grt_mempool *pool, grt_devptr ptr, grt_stream *s);
 /* The bug this layer exists to prevent: a host-order free, reusable by any
  * stream at once while earlier work may still use it. For demonstrations (S3)
  * and the sanitizer's tests; the sanitizer reports it when unordered. */
-GRT_API grt_status grt_mempool_free_host_order(grt_mempool *pool, grt_devptr ptr);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_free_host_order(grt_mempool *pool, grt_devptr ptr);
 
 /* PyTorch's path ("caching" only, GRT_ERR_UNSUPPORTED otherwise): malloc tagged
  * with a stream, record_stream for other users, free deferred until one event
  * per recorded stream (recorded at free time on the executor) completed. */
-GRT_API grt_status grt_mempool_malloc(grt_mempool *pool, uint64_t size, grt_stream *s, grt_devptr *out);
-GRT_API grt_status grt_mempool_record_stream(grt_mempool *pool, grt_devptr ptr, grt_stream *s);
-GRT_API grt_status grt_mempool_free(grt_mempool *pool, grt_devptr ptr);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_malloc(grt_mempool *pool, uint64_t size, grt_stream *s, grt_devptr *out);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_record_stream(grt_mempool *pool, grt_devptr ptr, grt_stream *s);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_free(grt_mempool *pool, grt_devptr ptr);
 
 /* Host synchronization points: synchronize s (or the device), make every free
  * they covered reusable by any stream without an edge, then release cached
  * memory above the release threshold. */
-GRT_API grt_status grt_mempool_stream_synchronize(grt_mempool *pool, grt_stream *s);
-GRT_API grt_status grt_mempool_synchronize(grt_mempool *pool);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_stream_synchronize(grt_mempool *pool, grt_stream *s);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_synchronize(grt_mempool *pool);
 
 /* cudaMemPoolAttrReleaseThreshold. */
-GRT_API grt_status grt_mempool_set_release_threshold(grt_mempool *pool, uint64_t bytes);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_set_release_threshold(grt_mempool *pool, uint64_t bytes);
 /* cudaMemPoolTrimTo: releases cached memory until reserved <= bytes or nothing
  * more can go. Frees whose stream position is not yet reached cannot be
  * released: while any is pending, GRT_ERR_BUSY and nothing changes (synchronize
  * first). "caching" releases whole free segments (PyTorch's empty_cache
  * granularity); "async" releases down to the target. */
-GRT_API grt_status grt_mempool_trim_to(grt_mempool *pool, uint64_t bytes);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_trim_to(grt_mempool *pool, uint64_t bytes);
 
 typedef struct grt_mempool_attrs {
   uint64_t release_threshold;
   uint64_t reserved_mem_current, reserved_mem_high; /* bytes held from the device */
   uint64_t used_mem_current, used_mem_high;         /* bytes in live allocations (not freed blocks) */
 } grt_mempool_attrs;
-GRT_API grt_status grt_mempool_get_attrs(grt_mempool *pool, grt_mempool_attrs *out);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_get_attrs(grt_mempool *pool, grt_mempool_attrs *out);
 /* cudaMemPoolAttrReservedMemHigh / UsedMemHigh reset: high := current. */
-GRT_API grt_status grt_mempool_reset_high(grt_mempool *pool);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_reset_high(grt_mempool *pool);
 
 typedef struct grt_mempool_counters {
   uint64_t mallocs, frees;       /* malloc_async / free_async calls that succeeded */
@@ -212,9 +214,9 @@ typedef struct grt_mempool_counters {
   uint64_t pending_frees;        /* frees not yet handed back (current) */
   uint64_t device_mallocs;       /* the allocator's device mallocs so far */
 } grt_mempool_counters;
-GRT_API grt_status grt_mempool_get_counters(grt_mempool *pool, grt_mempool_counters *out);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_get_counters(grt_mempool *pool, grt_mempool_counters *out);
 /* The underlying allocator (for its stats and snapshot; do not free through it). */
-GRT_API grt_status grt_mempool_get_allocator(grt_mempool *pool, grt_allocator **out);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_get_allocator(grt_mempool *pool, grt_allocator **out);
 
 /* ---- pinned host pool ----------------------------------------------------------------- */
 
@@ -227,14 +229,14 @@ typedef struct grt_pinned_config {
 } grt_pinned_config;
 
 GRT_API void grt_pinned_config_default(grt_pinned_config *cfg);
-GRT_API grt_status grt_pinned_pool_create(const grt_pinned_config *cfg, grt_pinned_pool **out);
+GRT_API GRT_MUST_CHECK grt_status grt_pinned_pool_create(const grt_pinned_config *cfg, grt_pinned_pool **out);
 /* GRT_ERR_BUSY while buffers are live. */
-GRT_API grt_status grt_pinned_pool_destroy(grt_pinned_pool *p);
-GRT_API grt_status grt_pinned_malloc(grt_pinned_pool *p, uint64_t size, void **out);
+GRT_API GRT_MUST_CHECK grt_status grt_pinned_pool_destroy(grt_pinned_pool *p);
+GRT_API GRT_MUST_CHECK grt_status grt_pinned_malloc(grt_pinned_pool *p, uint64_t size, void **out);
 /* Frees now, or once the events of streams recorded with record_stream completed. */
-GRT_API grt_status grt_pinned_free(grt_pinned_pool *p, void *ptr);
-GRT_API grt_status grt_pinned_record_stream(grt_pinned_pool *p, void *ptr, grt_stream *s);
-GRT_API grt_status grt_pinned_empty_cache(grt_pinned_pool *p);
+GRT_API GRT_MUST_CHECK grt_status grt_pinned_free(grt_pinned_pool *p, void *ptr);
+GRT_API GRT_MUST_CHECK grt_status grt_pinned_record_stream(grt_pinned_pool *p, void *ptr, grt_stream *s);
+GRT_API GRT_MUST_CHECK grt_status grt_pinned_empty_cache(grt_pinned_pool *p);
 
 typedef struct grt_pinned_stats {
   uint64_t mallocs, cache_hits;   /* calls; served without an underlying allocation */
@@ -242,7 +244,7 @@ typedef struct grt_pinned_stats {
   uint64_t alloc_cost_ns;         /* host time charged for them */
   uint64_t reserved_bytes, allocated_bytes;
 } grt_pinned_stats;
-GRT_API grt_status grt_pinned_get_stats(grt_pinned_pool *p, grt_pinned_stats *out);
+GRT_API GRT_MUST_CHECK grt_status grt_pinned_get_stats(grt_pinned_pool *p, grt_pinned_stats *out);
 
 /* ---- staging pipeline ------------------------------------------------------------------- */
 
@@ -271,8 +273,9 @@ typedef struct grt_staging_result {
  * short): per chunk the host fills a pinned buffer, H2D on a copy stream, the
  * kernel on a compute stream (event edge), D2H on a second copy stream (event
  * edge), the host drains it; slot k is reused by chunk k + K after its D2H. */
-GRT_API grt_status grt_staging_run(const grt_staging_config *cfg, const void *src, void *dst, uint64_t bytes,
-                                   grt_staging_result *out);
+GRT_API GRT_MUST_CHECK grt_status grt_staging_run(const grt_staging_config *cfg, const void *src, void *dst,
+                                                  uint64_t bytes,
+                                                  grt_staging_result *out);
 
 #ifdef __cplusplus
 }

@@ -163,20 +163,20 @@ GRT_API void grt_trace_load_config_default(grt_trace_load_config *cfg);
  * On failure *out is NULL, nothing leaks, and err says where and why:
  * GRT_ERR_IO (cannot open/read), GRT_ERR_PARSE (malformed), GRT_ERR_NOMEM,
  * GRT_ERR_INVALID_ARG (bad arguments or device out of range). */
-GRT_API grt_status grt_trace_load(const char *path, const grt_trace_load_config *cfg,
-                                  grt_trace **out, grt_trace_error *err);
+GRT_API GRT_MUST_CHECK grt_status grt_trace_load(const char *path, const grt_trace_load_config *cfg,
+                                                 grt_trace **out, grt_trace_error *err);
 
 /* As grt_trace_load, from memory (data is not retained). `name` appears in
  * errors (may be NULL: "<buffer>"). len 0 is a parse error. */
-GRT_API grt_status grt_trace_load_buffer(const void *data, size_t len, const char *name,
-                                         const grt_trace_load_config *cfg, grt_trace **out,
-                                         grt_trace_error *err);
+GRT_API GRT_MUST_CHECK grt_status grt_trace_load_buffer(const void *data, size_t len, const char *name,
+                                                        const grt_trace_load_config *cfg, grt_trace **out,
+                                                        grt_trace_error *err);
 
 /* grt_trace_destroy(NULL) is a no-op. */
-GRT_API grt_status grt_trace_destroy(grt_trace *trace);
+GRT_API GRT_MUST_CHECK grt_status grt_trace_destroy(grt_trace *trace);
 
 /* Fills *out; its pointers stay valid until the trace is destroyed. */
-GRT_API grt_status grt_trace_get_info(const grt_trace *trace, grt_trace_info *out);
+GRT_API GRT_MUST_CHECK grt_status grt_trace_get_info(const grt_trace *trace, grt_trace_info *out);
 
 /* Streaming native reader: calls fn once per event in file order, without
  * keeping events, so memory stays constant (plus the stream table). Ids are
@@ -186,20 +186,21 @@ GRT_API grt_status grt_trace_get_info(const grt_trace *trace, grt_trace_info *ou
  * skipped. A nonzero status from fn stops the read and is returned (err
  * reason "stopped by callback"). */
 typedef grt_status (*grt_trace_event_fn)(void *ctx, const grt_trace_event *ev, grt_stream_id stream);
-GRT_API grt_status grt_trace_read_native_stream(const char *path, grt_trace_event_fn fn, void *ctx,
-                                                grt_trace_error *err);
+GRT_API GRT_MUST_CHECK grt_status grt_trace_read_native_stream(const char *path, grt_trace_event_fn fn, void *ctx,
+                                                               grt_trace_error *err);
 
 /* Writes the trace in the native format (lossless for everything in
  * grt_trace_info except `count`, which is recomputed). */
-GRT_API grt_status grt_trace_write_native(const grt_trace *trace, FILE *f);
+GRT_API GRT_MUST_CHECK grt_status grt_trace_write_native(const grt_trace *trace, FILE *f);
 /* Line-at-a-time writer for traces too large to hold: the header line, then
  * one line per event (`stream` is the stream value; ev->stream is ignored). */
-GRT_API grt_status grt_trace_write_native_header(FILE *f);
-GRT_API grt_status grt_trace_write_native_event(FILE *f, const grt_trace_event *ev, grt_stream_id stream);
-GRT_API grt_status grt_trace_save_native(const grt_trace *trace, const char *path, grt_trace_error *err);
+GRT_API GRT_MUST_CHECK grt_status grt_trace_write_native_header(FILE *f);
+GRT_API GRT_MUST_CHECK grt_status grt_trace_write_native_event(FILE *f, const grt_trace_event *ev,
+                                                               grt_stream_id stream);
+GRT_API GRT_MUST_CHECK grt_status grt_trace_save_native(const grt_trace *trace, const char *path, grt_trace_error *err);
 
 /* Formats err as "file:line: reason" or "file: byte N: reason" into buf. */
-GRT_API grt_status grt_trace_error_format(const grt_trace_error *err, char *buf, size_t buf_size);
+GRT_API GRT_MUST_CHECK grt_status grt_trace_error_format(const grt_trace_error *err, char *buf, size_t buf_size);
 
 /* Names: "alloc", "free_requested", ...; "pytorch", "native", ... Never NULL. */
 GRT_API const char *grt_trace_kind_name(grt_trace_kind kind);

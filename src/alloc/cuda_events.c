@@ -105,7 +105,7 @@ static void ev_sync(void *ctx, uint64_t event) {
   grt_cuda_event *ev = event_at(ctx, event);
   /* A driver error counts as completed, as in ev_query: the interface has
    * no status here, and the caller then treats the event as done. */
-  if (ev) (void)grt_cuda_event_synchronize(ev);
+  if (ev) grt__ignore(grt_cuda_event_synchronize(ev));
 }
 
 static void ev_destroy(void *ctx, uint64_t event) {

@@ -1,4 +1,4 @@
-/* status.h — combining the statuses of a teardown (internal).
+/* status.h — combining and deliberately dropping statuses (internal).
  *
  * A teardown runs every step even after one fails (each releases something
  * of its own) and reports the first failure, so nothing leaks and no status
@@ -12,5 +12,9 @@
 static inline void grt__keep_first(grt_status *first, grt_status st) {
   if (st && !*first) *first = st;
 }
+
+/* Drops a status on purpose; the call site's comment says why. (GCC does
+ * not accept a cast to void for a function marked warn_unused_result.) */
+static inline void grt__ignore(grt_status st) { (void)st; }
 
 #endif

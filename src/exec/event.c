@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "exec/graph_impl.h"
 
 static grt_status ev_check(grt_event *ev) {
@@ -204,7 +205,7 @@ static grt_status ops_record(void *ctx, grt_stream_id id, uint64_t *event) {
   grt_status st = grt_exec_stream_from_id(exec, id, &s);
   if (st || (st = grt_event_create(exec, GRT_EVENT_DISABLE_TIMING, &ev))) return st;
   if ((st = grt_event_record(ev, s))) {
-    (void)grt_event_destroy(ev); /* just created by this thread: cannot fail */
+    grt__ignore(grt_event_destroy(ev)); /* just created by this thread: cannot fail */
     return st;
   }
   *event = (uint64_t)(uintptr_t)ev;
@@ -223,12 +224,12 @@ static int ops_query(void *ctx, uint64_t event) {
  * later calls report and which makes ops_query say done. */
 static void ops_synchronize(void *ctx, uint64_t event) {
   (void)ctx;
-  (void)grt_event_synchronize(id_event(event));
+  grt__ignore(grt_event_synchronize(id_event(event)));
 }
 
 static void ops_destroy(void *ctx, uint64_t event) {
   grt_event *ev = id_event(event);
-  if (!foreign(ctx, ev)) (void)grt_event_destroy(ev); /* a destroyed id: nothing left to do */
+  if (!foreign(ctx, ev)) grt__ignore(grt_event_destroy(ev)); /* a destroyed id: nothing left to do */
 }
 
 grt_status grt_exec_stream_ops(grt_exec *exec, grt_stream_ops *out) {

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base/rng.h"
+#include "base/status.h"
 #include "scenarios/dayshift.h"
 
 #define WAVES_PER_DAY 40     /* traffic waves (500 events each at the default length) */
@@ -90,7 +91,7 @@ grt_status grt_dayshift_create(const grt_dayshift_config *cfg, grt_dayshift **ou
   if (st) {
     /* Best effort on the failure path: st is what the caller needs; the
      * device (NULL, or with no allocator on it) is idle anyway. */
-    (void)grt_device_destroy(w->dev);
+    grt__ignore(grt_device_destroy(w->dev));
     free(w);
     return st;
   }
