@@ -12,72 +12,86 @@
 
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_status.h"
 #include "frag_workloads.h"
 #include "gpurt/alloc.h"
 
 #define MB GRT_MiB
 
-static grt_device *new_device(uint64_t capacity) {
+static grt_status new_device(uint64_t capacity, grt_device **dev) {
   grt_device_config dc;
   grt_device_config_default(&dc);
   dc.capacity = capacity;
-  grt_device *dev = NULL;
-  if (grt_device_create(&dc, &dev)) return NULL;
-  return dev;
+  return grt_device_create(&dc, dev);
+}
+
+/* grt_device_malloc that leaves 0 (not live: no segment starts at 0) on failure. */
+static grt_status dev_malloc(grt_device *dev, uint64_t size, grt_devptr *out) {
+  grt_status st = grt_device_malloc(dev, size, out);
+  if (st) *out = 0;
+  return st;
 }
 
 /* 32 blocks of 8 MB fill 256 MB; then the 16 "temporary" ones are freed. */
 static int demo1_row(const char *label, int grouped) {
-  grt_device *dev = new_device(256 * MB);
-  if (!dev) return 1;
-  grt_devptr keep[16], temp[16], probe;
-  for (int i = 0; i < 16; i++) {
-    grt_devptr *first = grouped ? &keep[i] : &keep[i];
-    if (grouped) {
-      grt_device_malloc(dev, 8 * MB, first);
-    } else {
-      grt_device_malloc(dev, 8 * MB, &keep[i]);
-      grt_device_malloc(dev, 8 * MB, &temp[i]);
-    }
-  }
-  if (grouped)
-    for (int i = 0; i < 16; i++) grt_device_malloc(dev, 8 * MB, &temp[i]);
-  for (int i = 0; i < 16; i++) grt_device_free(dev, temp[i]);
+  cli_first f = CLI_FIRST_INIT;
+  grt_device *dev = NULL;
+  grt_devptr keep[16] = {0}, temp[16] = {0}, probe = 0; /* 0: not live */
+  if (cli_keep(&f, "grt_device_create", new_device(256 * MB, &dev))) return cli_fail_first("demo frag", &f);
+  for (int i = 0; i < 16 && !f.st; i++)
+    if (!cli_keep(&f, "grt_device_malloc", dev_malloc(dev, 8 * MB, &keep[i])) && !grouped)
+      cli_keep(&f, "grt_device_malloc", dev_malloc(dev, 8 * MB, &temp[i]));
+  for (int i = 0; grouped && i < 16 && !f.st; i++)
+    cli_keep(&f, "grt_device_malloc", dev_malloc(dev, 8 * MB, &temp[i]));
+  for (int i = 0; i < 16 && !f.st; i++)
+    if (!cli_keep(&f, "grt_device_free", grt_device_free(dev, temp[i]))) temp[i] = 0;
   grt_device_stats s;
-  grt_device_get_stats(dev, &s);
-  grt_status st = grt_device_malloc(dev, 16 * MB, &probe);
-  printf("  %-22s free=%3llu MB  largest hole=%3llu MB  16MB alloc: %s\n", label,
-         (unsigned long long)(s.free_bytes / MB), (unsigned long long)(s.largest_hole / MB),
-         st == GRT_OK ? "OK" : "FAILS (fragmented!)");
-  if (st == GRT_OK) grt_device_free(dev, probe);
-  for (int i = 0; i < 16; i++) grt_device_free(dev, keep[i]);
-  grt_device_destroy(dev);
-  return 0;
+  if (!f.st) cli_keep(&f, "grt_device_get_stats", grt_device_get_stats(dev, &s));
+  if (!f.st) {
+    grt_status st = dev_malloc(dev, 16 * MB, &probe);
+    if (st != GRT_ERR_OOM) cli_keep(&f, "grt_device_malloc", st); /* OOM is the answer the row shows */
+    if (!f.st)
+      printf("  %-22s free=%3llu MB  largest hole=%3llu MB  16MB alloc: %s\n", label,
+             (unsigned long long)(s.free_bytes / MB), (unsigned long long)(s.largest_hole / MB),
+             st == GRT_OK ? "OK" : "FAILS (fragmented!)");
+  }
+  /* Teardown, after a failure too: every live segment, then the device. */
+  if (probe) cli_keep(&f, "grt_device_free", grt_device_free(dev, probe));
+  for (int i = 0; i < 16; i++) {
+    if (keep[i]) cli_keep(&f, "grt_device_free", grt_device_free(dev, keep[i]));
+    if (temp[i]) cli_keep(&f, "grt_device_free", grt_device_free(dev, temp[i]));
+  }
+  cli_keep(&f, "grt_device_destroy", grt_device_destroy(dev));
+  return f.st ? cli_fail_first("demo frag", &f) : 0;
 }
 
 /* 5000 alloc/free cycles of one size, straight to the driver vs through the cache. */
 static int demo2_row(const char *policy) {
-  grt_device *dev = new_device(GRT_GiB);
+  cli_first f = CLI_FIRST_INIT;
+  grt_device *dev = NULL;
   grt_allocator *a = NULL;
-  if (!dev || grt_alloc_create(policy, dev, NULL, &a)) return 1;
-  for (int i = 0; i < 5000; i++) {
+  if (!cli_keep(&f, "grt_device_create", new_device(GRT_GiB, &dev)))
+    cli_keep(&f, "grt_alloc_create", grt_alloc_create(policy, dev, NULL, &a));
+  for (int i = 0; i < 5000 && !f.st; i++) {
     grt_devptr p;
-    if (grt_alloc_malloc(a, 1 * MB, 0, &p) || grt_alloc_free(a, p)) return 1;
+    if (!cli_keep_alloc(&f, a, "grt_alloc_malloc", grt_alloc_malloc(a, 1 * MB, 0, &p)))
+      cli_keep_alloc(&f, a, "grt_alloc_free", grt_alloc_free(a, p));
   }
   grt_device_stats ds;
   grt_alloc_stats as;
-  grt_device_get_stats(dev, &ds);
-  grt_alloc_get_stats(a, &as);
-  if (!strcmp(policy, "naive"))
-    printf("  raw driver : %5llu mallocs, %5llu frees (each free = device sync)\n",
-           (unsigned long long)ds.malloc_calls, (unsigned long long)ds.free_calls);
-  else
-    printf("  caching    : %5llu device mallocs, %5llu bin hits, %llu device frees\n",
-           (unsigned long long)ds.malloc_calls, (unsigned long long)as.num_cache_hits,
-           (unsigned long long)ds.free_calls);
-  grt_alloc_destroy(a);
-  grt_device_destroy(dev);
-  return 0;
+  if (!f.st && !cli_keep(&f, "grt_device_get_stats", grt_device_get_stats(dev, &ds)) &&
+      !cli_keep_alloc(&f, a, "grt_alloc_get_stats", grt_alloc_get_stats(a, &as))) {
+    if (!strcmp(policy, "naive"))
+      printf("  raw driver : %5llu mallocs, %5llu frees (each free = device sync)\n",
+             (unsigned long long)ds.malloc_calls, (unsigned long long)ds.free_calls);
+    else
+      printf("  caching    : %5llu device mallocs, %5llu bin hits, %llu device frees\n",
+             (unsigned long long)ds.malloc_calls, (unsigned long long)as.num_cache_hits,
+             (unsigned long long)ds.free_calls);
+  }
+  cli_keep(&f, "grt_alloc_destroy", grt_alloc_destroy(a));
+  cli_keep(&f, "grt_device_destroy", grt_device_destroy(dev));
+  return f.st ? cli_fail_first("demo frag", &f) : 0;
 }
 
 #define MAX_POLICIES 8
@@ -96,15 +110,20 @@ static int utilization_table(const char **policies, int n_policies, int seeds, u
     const char *name = "", *why = "";
     for (int s = 0; s < seeds; s++) {
       frag_trace t;
-      if (!frag_trace_make(f, (uint64_t)s + 1, capacity, &t)) return 1;
+      if (!frag_trace_make(f, (uint64_t)s + 1, capacity, &t)) {
+        fprintf(stderr, "gpurt demo frag: cannot build trace family %zu: out of memory\n", f);
+        return 1;
+      }
       name = t.name;
       why = t.why;
       for (int p = 0; p < n_policies; p++) {
         frag_result r;
-        if (!frag_run(&t, policies[p], capacity, &r)) {
-          fprintf(stderr, "gpurt demo frag: cannot run policy '%s'\n", policies[p]);
+        cli_first err;
+        if (frag_run(&t, policies[p], capacity, &r, &err)) {
+          char what[128];
+          snprintf(what, sizeof what, "cannot run policy '%s': %s", policies[p], err.what);
           frag_trace_free(&t);
-          return 1;
+          return cli_fail_status("demo frag", what, err.st, err.msg);
         }
         sum[p] += r.failed ? r.utilization : 1.0;
         syncs_total[p] += (double)r.device_frees;

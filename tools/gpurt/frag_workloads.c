@@ -217,19 +217,22 @@ void frag_trace_free(frag_trace *t) {
   t->ops = NULL;
 }
 
+/* Fills res at the first failed allocation; a failure of its own goes to *err. */
 static void fill_failure(grt_device *dev, grt_allocator *a, uint64_t capacity, uint64_t live_requested,
-                         frag_result *res) {
+                         frag_result *res, cli_first *err) {
   grt_device_stats ds;
   grt_alloc_stats as;
-  grt_device_get_stats(dev, &ds);
-  grt_alloc_get_stats(a, &as);
+  if (cli_keep(err, "grt_device_get_stats", grt_device_get_stats(dev, &ds)) ||
+      cli_keep_alloc(err, a, "grt_alloc_get_stats", grt_alloc_get_stats(a, &as)))
+    return;
   res->failed = 1;
   res->utilization = (double)live_requested / (double)capacity;
   res->largest_free = ds.largest_hole > as.largest_free_block ? ds.largest_hole : as.largest_free_block;
 }
 
-int frag_run(const frag_trace *t, const char *policy, uint64_t capacity, frag_result *res) {
+grt_status frag_run(const frag_trace *t, const char *policy, uint64_t capacity, frag_result *res, cli_first *err) {
   memset(res, 0, sizeof *res);
+  *err = (cli_first)CLI_FIRST_INIT;
   grt_device_config dc;
   grt_device_config_default(&dc);
   dc.capacity = capacity;
@@ -237,37 +240,43 @@ int frag_run(const frag_trace *t, const char *policy, uint64_t capacity, frag_re
   grt_allocator *a = NULL;
   grt_devptr *ptrs = calloc(t->n_ids + 1, sizeof *ptrs);
   uint64_t *sizes = calloc(t->n_ids + 1, sizeof *sizes);
-  int ok = ptrs && sizes && grt_device_create(&dc, &dev) == GRT_OK && grt_alloc_create(policy, dev, NULL, &a) == GRT_OK;
+  if (!ptrs || !sizes)
+    cli_keep(err, "calloc", GRT_ERR_NOMEM);
+  else if (!cli_keep(err, "grt_device_create", grt_device_create(&dc, &dev)))
+    cli_keep(err, "grt_alloc_create", grt_alloc_create(policy, dev, NULL, &a));
   uint64_t live = 0;
-  for (size_t i = 0; ok && i < t->n_ops; i++) {
+  for (size_t i = 0; !err->st && i < t->n_ops; i++) {
     const frag_op *op = &t->ops[i];
     if (op->is_free) {
       if (!ptrs[op->id]) continue;
-      grt_alloc_free(a, ptrs[op->id]);
+      if (cli_keep_alloc(err, a, "grt_alloc_free", grt_alloc_free(a, ptrs[op->id]))) break;
       ptrs[op->id] = 0;
       live -= sizes[op->id];
       continue;
     }
     grt_status st = grt_alloc_malloc(a, op->size, 0, &ptrs[op->id]);
-    if (st != GRT_OK) {
+    if (st == GRT_ERR_OOM) { /* the first failed allocation: where the run ends */
       ptrs[op->id] = 0;
       res->failed_size = op->size;
-      fill_failure(dev, a, capacity, live, res);
+      fill_failure(dev, a, capacity, live, res, err);
       break;
     }
+    if (cli_keep_alloc(err, a, "grt_alloc_malloc", st)) break;
     sizes[op->id] = op->size;
     live += op->size;
     res->ops_done = i + 1;
   }
-  if (ok) {
+  if (!err->st) {
     grt_alloc_stats as;
-    grt_alloc_get_stats(a, &as);
-    res->device_mallocs = as.num_device_alloc;
-    res->device_frees = as.num_device_free;
+    if (!cli_keep_alloc(err, a, "grt_alloc_get_stats", grt_alloc_get_stats(a, &as))) {
+      res->device_mallocs = as.num_device_alloc;
+      res->device_frees = as.num_device_free;
+    }
   }
-  grt_alloc_destroy(a);
-  grt_device_destroy(dev);
+  /* The blocks still allocated go with the allocator (as at process exit). */
+  cli_keep(err, "grt_alloc_destroy", grt_alloc_destroy(a));
+  cli_keep(err, "grt_device_destroy", grt_device_destroy(dev));
   free(ptrs);
   free(sizes);
-  return ok;
+  return err->st;
 }

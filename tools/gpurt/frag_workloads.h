@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli_status.h"
 #include "gpurt/alloc.h"
 
 typedef struct frag_op {
@@ -37,7 +38,10 @@ size_t frag_family_count(void);
 int frag_trace_make(size_t family, uint64_t seed, uint64_t capacity, frag_trace *out);
 void frag_trace_free(frag_trace *t);
 
-/* Replays t on a fresh device of `capacity` with the named policy until the first failure. */
-int frag_run(const frag_trace *t, const char *policy, uint64_t capacity, frag_result *out);
+/* Replays t on a fresh device of `capacity` with the named policy until the
+ * first allocation that fails for want of memory (GRT_ERR_OOM: the outcome
+ * out describes). Any other failure is an error: returned, with the call
+ * that failed and the allocator's message in *err. */
+grt_status frag_run(const frag_trace *t, const char *policy, uint64_t capacity, frag_result *out, cli_first *err);
 
 #endif
