@@ -17,6 +17,7 @@
 #include "base/rng.h"
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_status.h"
 #include "gpurt/alloc.h"
 
 #define MB GRT_MiB
@@ -28,45 +29,49 @@ typedef struct run_result {
   double mean_reserved;
 } run_result;
 
-static int run_policy(unsigned idle, run_result *out) {
+static grt_status run_policy(unsigned idle, run_result *out, cli_first *f) {
+  *f = (cli_first)CLI_FIRST_INIT;
+  memset(out, 0, sizeof *out);
   grt_device_config dc;
   grt_device_config_default(&dc);
   dc.capacity = 8 * GRT_GiB;
-  grt_device *dev;
-  grt_allocator *a;
+  grt_device *dev = NULL;
+  grt_allocator *a = NULL;
   grt_alloc_config ac;
   grt_alloc_config_default(&ac);
   ac.empty_cache_idle_cycles = idle;
-  if (grt_device_create(&dc, &dev) || grt_alloc_create("caching", dev, &ac, &a)) return 1;
-  memset(out, 0, sizeof *out);
-  grt_devptr weights;
-  if (grt_alloc_malloc(a, 512 * MB, 0, &weights)) return 1;
+  if (!cli_keep(f, "grt_device_create", grt_device_create(&dc, &dev)))
+    cli_keep(f, "grt_alloc_create", grt_alloc_create("caching", dev, &ac, &a));
+  grt_devptr weights = 0;
+  if (!f->st && cli_keep_alloc(f, a, "grt_alloc_malloc", grt_alloc_malloc(a, 512 * MB, 0, &weights))) weights = 0;
   grt__rng r;
   grt__rng_seed(&r, 2024);
   static const uint64_t buckets[] = {8, 16, 24, 32};
-  for (int step = 0; step < STEPS; step++) {
+  grt_alloc_stats s;
+  for (int step = 0; step < STEPS && !f->st; step++) {
     uint64_t batch = buckets[grt__rng_below(&r, 4)];
     grt_devptr act[24];
-    for (int l = 0; l < 24; l++)
-      if (grt_alloc_malloc(a, batch * (MB / 2) + (uint64_t)l * 4096, 0, &act[l])) return 1;
-    grt_alloc_stats s;
-    grt_alloc_get_stats(a, &s);
-    out->reserved[2 * step] = (uint64_t)s.reserved_bytes[GRT_STAT_ALL].current;
-    for (int l = 23; l >= 0; l--) grt_alloc_free(a, act[l]);
-    grt_alloc_empty_cache(a);
-    grt_alloc_get_stats(a, &s);
-    out->reserved[2 * step + 1] = (uint64_t)s.reserved_bytes[GRT_STAT_ALL].current;
-    out->mean_reserved += (double)(out->reserved[2 * step] + out->reserved[2 * step + 1]) / (2 * STEPS);
+    for (int l = 0; l < 24 && !f->st; l++)
+      cli_keep_alloc(f, a, "grt_alloc_malloc", grt_alloc_malloc(a, batch * (MB / 2) + (uint64_t)l * 4096, 0, &act[l]));
+    if (!f->st && !cli_keep_alloc(f, a, "grt_alloc_get_stats", grt_alloc_get_stats(a, &s)))
+      out->reserved[2 * step] = (uint64_t)s.reserved_bytes[GRT_STAT_ALL].current;
+    /* after a failure the activations still allocated go with the allocator */
+    for (int l = 23; l >= 0 && !f->st; l--) cli_keep_alloc(f, a, "grt_alloc_free", grt_alloc_free(a, act[l]));
+    if (!f->st) cli_keep_alloc(f, a, "grt_alloc_empty_cache", grt_alloc_empty_cache(a));
+    if (!f->st && !cli_keep_alloc(f, a, "grt_alloc_get_stats", grt_alloc_get_stats(a, &s))) {
+      out->reserved[2 * step + 1] = (uint64_t)s.reserved_bytes[GRT_STAT_ALL].current;
+      out->mean_reserved += (double)(out->reserved[2 * step] + out->reserved[2 * step + 1]) / (2 * STEPS);
+    }
   }
-  grt_alloc_stats s;
-  grt_alloc_get_stats(a, &s);
-  out->peak_reserved = (uint64_t)s.reserved_bytes[GRT_STAT_ALL].peak;
-  out->device_mallocs = s.num_device_alloc;
-  out->device_frees = s.num_device_free;
-  grt_alloc_free(a, weights);
-  grt_alloc_destroy(a);
-  grt_device_destroy(dev);
-  return 0;
+  if (!f->st && !cli_keep_alloc(f, a, "grt_alloc_get_stats", grt_alloc_get_stats(a, &s))) {
+    out->peak_reserved = (uint64_t)s.reserved_bytes[GRT_STAT_ALL].peak;
+    out->device_mallocs = s.num_device_alloc;
+    out->device_frees = s.num_device_free;
+  }
+  if (weights) cli_keep_alloc(f, a, "grt_alloc_free", grt_alloc_free(a, weights));
+  cli_keep(f, "grt_alloc_destroy", grt_alloc_destroy(a));
+  cli_keep(f, "grt_device_destroy", grt_device_destroy(dev));
+  return f->st;
 }
 
 /* One character per step: reserved memory on an 8-level scale up to `top`. */
@@ -104,10 +109,8 @@ int grt_demo_emptycache(int argc, char **argv) {
   run_result res[4];
   uint64_t top = 0;
   for (int p = 0; p < 4; p++) {
-    if (run_policy(idles[p], &res[p])) {
-      fprintf(stderr, "gpurt demo emptycache: the workload failed\n");
-      return 1;
-    }
+    cli_first f;
+    if (run_policy(idles[p], &res[p], &f)) return cli_fail_first("demo emptycache", &f);
     if (res[p].peak_reserved > top) top = res[p].peak_reserved;
   }
   printf("== empty_cache() every step: the reserved-memory sawtooth ==\n"
