@@ -14,6 +14,7 @@
 #include "base/rng.h"
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_status.h"
 #include "scenarios/scenario.h"
 #include "scenarios/scenario_lifetime.h"
 
@@ -44,16 +45,30 @@ static grt_exec *new_exec(grt_clock_kind clock, uint64_t seed) {
   cfg.d2h_gbps = 0.128;
   grt_exec *exec = NULL;
   grt_status st = grt_exec_create(&cfg, &exec);
-  if (st) fprintf(stderr, "gpurt demo streams: exec: %s\n", grt_status_str(st));
+  if (st) cli_fail_status("demo streams", "grt_exec_create", st, NULL);
   return exec;
 }
 
-static void save(grt_exec *exec, const char *dir, const char *name, grt_clock_kind clock) {
-  char path[1200];
+/* Writes the timeline; false (reported) when it could not. */
+static int save(grt_exec *exec, const char *dir, const char *name, grt_clock_kind clock) {
+  char path[1200], what[1300];
   snprintf(path, sizeof path, "%s/%s_%s.json", dir, name, clock_name(clock));
   grt_status st = grt_exec_timeline_save(exec, path);
-  if (st) fprintf(stderr, "  (could not write %s: %s)\n", path, grt_status_str(st));
-  else printf("  timeline: %s\n", path);
+  if (!st) {
+    printf("  timeline: %s\n", path);
+    return 1;
+  }
+  snprintf(what, sizeof what, "grt_exec_timeline_save %s", path);
+  cli_fail_status("demo streams", what, st, NULL);
+  return 0;
+}
+
+/* Reports the first failure of scenario scn under clock; returns 0 (did not behave). */
+static int scenario_failed(const char *scn, grt_clock_kind clock, const cli_first *f) {
+  char what[160];
+  snprintf(what, sizeof what, "%s, %s clock: %s", scn, clock_name(clock), f->what);
+  cli_fail_status("demo streams", what, f->st, f->msg);
+  return 0;
 }
 
 static double ms(uint64_t ns) { return (double)ns / 1e6; }
@@ -82,10 +97,10 @@ static int s1(const char *dir) {
           r.elapsed_ns < piped.elapsed_ns)
         piped.elapsed_ns = r.elapsed_ns, piped.output_ok &= r.output_ok;
     }
-    if (st) {
-      printf("  %s: %s\n", clock_name(clock), grt_status_str(st));
-      grt_exec_destroy(exec);
-      return 0;
+    cli_first f = CLI_FIRST_INIT;
+    if (cli_keep_exec(&f, exec, "grt__scn_pipeline", st)) {
+      cli_keep(&f, "grt_exec_destroy", grt_exec_destroy(exec));
+      return scenario_failed("S1", clock, &f);
     }
     double speedup = (double)serial.elapsed_ns / (double)piped.elapsed_ns;
     printf("  %-8s %-18s %9.3f ms %13.3f ms %9s %s\n", clock_name(clock), "1 stream", ms(serial.elapsed_ns),
@@ -103,13 +118,14 @@ static int s1(const char *dir) {
     } else {
       ok &= serial.elapsed_ns == serial.predicted_ns && piped.elapsed_ns == piped.predicted_ns;
     }
-    save(exec, dir, "s1_overlap", clock);
-    grt_exec_destroy(exec);
+    ok &= save(exec, dir, "s1_overlap", clock);
+    if (cli_keep(&f, "grt_exec_destroy", grt_exec_destroy(exec))) return scenario_failed("S1", clock, &f);
   }
   return ok;
 }
 
 static int s2(const char *dir) {
+  int ok = 1;
   printf("\nS2 false serialization: the same pipeline, compute issued to the legacy default stream\n");
   printf("  %-8s %-43s %12s\n", "clock", "layout", "measured");
   for (int c = 1; c >= 0; c--) {
@@ -120,10 +136,10 @@ static int s2(const char *dir) {
     grt_status st = grt__scn_pipeline(exec, &pipe_params, GRT__PIPE_LEGACY, &leg);
     if (!st) st = grt__scn_pipeline(exec, &pipe_params, GRT__PIPE_LEGACY_NB, &nb);
     if (!st) st = grt__scn_pipeline(exec, &pipe_params, GRT__PIPE_STREAMS, &streams);
-    if (st) {
-      printf("  %s: %s\n", clock_name(clock), grt_status_str(st));
-      grt_exec_destroy(exec);
-      return 0;
+    cli_first f = CLI_FIRST_INIT;
+    if (cli_keep_exec(&f, exec, "grt__scn_pipeline", st)) {
+      cli_keep(&f, "grt_exec_destroy", grt_exec_destroy(exec));
+      return scenario_failed("S2", clock, &f);
     }
     printf("  %-8s %-43s %9.3f ms\n", clock_name(clock), "legacy compute + blocking copy streams", ms(leg.elapsed_ns));
     printf("  %-8s %-43s %9.3f ms\n", clock_name(clock), "legacy compute + non-blocking copy streams",
@@ -132,57 +148,63 @@ static int s2(const char *dir) {
     printf("  %-8s lost overlap: %.3f ms (%.0f%% slower) — the legacy stream's implicit barriers\n",
            clock_name(clock), ms(leg.elapsed_ns - nb.elapsed_ns),
            100.0 * ((double)leg.elapsed_ns / (double)nb.elapsed_ns - 1.0));
-    save(exec, dir, "s2_false_serialization", clock);
-    grt_exec_destroy(exec);
+    ok &= save(exec, dir, "s2_false_serialization", clock);
+    if (cli_keep(&f, "grt_exec_destroy", grt_exec_destroy(exec))) return scenario_failed("S2", clock, &f);
   }
-  return 1;
+  return ok;
 }
 
 static int s3_clock(const char *dir, grt_clock_kind clock) {
-  int bad[2] = {0, 0}, flagged[2] = {0, 0}, runs = 0;
-  grt_status st = GRT_OK;
+  int bad[2] = {0, 0}, flagged[2] = {0, 0}, runs = 0, saved = 1;
+  cli_first f = CLI_FIRST_INIT;
   /* Virtual: every schedule of a grid of durations, times 3 tie-break seeds.
    * Threads: 1,000 random schedules. Then one gated run each for the timeline. */
-  for (uint64_t seed = 0; seed < (clock == GRT_CLOCK_VIRTUAL ? 3u : 1u) && !st; seed++) {
+  for (uint64_t seed = 0; seed < (clock == GRT_CLOCK_VIRTUAL ? 3u : 1u) && !f.st; seed++) {
     grt_exec *exec = new_exec(clock, seed);
+    if (!exec) return 0;
     grt__lifetime lt;
-    if (!exec || grt__lifetime_init(&lt, exec, 4096)) return 0;
+    if (cli_keep_exec(&f, exec, "grt__lifetime_init", grt__lifetime_init(&lt, exec, 4096))) {
+      cli_keep(&f, "grt_exec_destroy", grt_exec_destroy(exec)); /* init cleaned up after itself */
+      break;
+    }
     grt__rng r;
     grt__rng_seed(&r, 7);
     int n = clock == GRT_CLOCK_VIRTUAL ? 81 : 1000;
     static const uint64_t d[3] = {0, 10000, 20000};
-    for (int i = 0; i < n && !st; i++, runs++) {
+    for (int i = 0; i < n && !f.st; i++, runs++) {
       grt__lifetime_sched sc = {d[i % 3], d[i / 3 % 3] + 1000, d[i / 9 % 3], d[i / 27 % 3] + 1000, 0};
       if (clock == GRT_CLOCK_THREADS)
         sc = (grt__lifetime_sched){grt__rng_below(&r, 30000), grt__rng_below(&r, 30000), grt__rng_below(&r, 30000),
                                    grt__rng_below(&r, 30000), 0};
-      for (int safe = 0; safe < 2 && !st; safe++) {
+      for (int safe = 0; safe < 2 && !f.st; safe++) {
         int corrupted = 0;
-        st = grt__lifetime_run(&lt, safe, &sc, (uint64_t)i, &corrupted);
+        cli_keep_exec(&f, exec, "grt__lifetime_run", grt__lifetime_run(&lt, safe, &sc, (uint64_t)i, &corrupted));
         bad[safe] += corrupted;
         flagged[safe] += lt.reports > 0;
       }
     }
-    if (!st && seed == 0) {
-      grt_exec_timeline_clear(exec);
+    if (!f.st && seed == 0) {
       grt__lifetime_sched gated = {500000, 1000000, 0, 500000, 1};
       int c0 = 0, c1 = 0;
-      grt_sorder_clear_reports(lt.so);
-      st = grt__lifetime_run(&lt, 0, &gated, 99, &c0);
       grt_sorder_report rep;
-      if (!st && !grt_sorder_get_report(lt.so, 0, &rep)) printf("  %-8s sanitizer: %s\n", clock_name(clock), rep.text);
-      if (!st) st = grt__lifetime_run(&lt, 1, &gated, 99, &c1);
-      printf("  %-8s gated run (writer lands first): host-order free %s, stream-ordered free %s\n", clock_name(clock),
-             c0 ? "CORRUPTED (checksum mismatch)" : "clean", c1 ? "CORRUPTED" : "clean");
-      save(exec, dir, "s3_lifetime", clock);
+      grt_status got = GRT_ERR_NOT_FOUND;
+      if (!cli_keep_exec(&f, exec, "grt_exec_timeline_clear", grt_exec_timeline_clear(exec)) &&
+          !cli_keep(&f, "grt_sorder_clear_reports", grt_sorder_clear_reports(lt.so)) &&
+          !cli_keep_exec(&f, exec, "grt__lifetime_run", grt__lifetime_run(&lt, 0, &gated, 99, &c0))) {
+        got = grt_sorder_get_report(lt.so, 0, &rep);
+        if (got != GRT_ERR_NOT_FOUND) cli_keep(&f, "grt_sorder_get_report", got); /* NOT_FOUND: nothing flagged */
+      }
+      if (!f.st && !got) printf("  %-8s sanitizer: %s\n", clock_name(clock), rep.text);
+      if (!f.st && !cli_keep_exec(&f, exec, "grt__lifetime_run", grt__lifetime_run(&lt, 1, &gated, 99, &c1))) {
+        printf("  %-8s gated run (writer lands first): host-order free %s, stream-ordered free %s\n",
+               clock_name(clock), c0 ? "CORRUPTED (checksum mismatch)" : "clean", c1 ? "CORRUPTED" : "clean");
+        saved = save(exec, dir, "s3_lifetime", clock);
+      }
     }
-    grt__lifetime_fini(&lt);
-    grt_exec_destroy(exec);
+    cli_keep_exec(&f, exec, "grt__lifetime_fini", grt__lifetime_fini(&lt));
+    cli_keep(&f, "grt_exec_destroy", grt_exec_destroy(exec));
   }
-  if (st) {
-    printf("  %s: %s\n", clock_name(clock), grt_status_str(st));
-    return 0;
-  }
+  if (f.st) return scenario_failed("S3", clock, &f);
   printf("  %-8s %d schedules: host-order free corrupted %d (%.0f%%), stream-ordered free corrupted %d\n",
          clock_name(clock), runs, bad[0], 100.0 * bad[0] / runs, bad[1]);
   printf("  %-8s sanitizer flagged the host-order free on %d/%d schedules, the stream-ordered free on %d/%d\n",
@@ -191,7 +213,7 @@ static int s3_clock(const char *dir, grt_clock_kind clock) {
      actually corrupts is a timing fact under threads (e.g. not under Valgrind):
      printed, not required, there. */
   int corrupts = clock == GRT_CLOCK_VIRTUAL ? bad[0] > 0 : 1;
-  return bad[1] == 0 && corrupts && flagged[0] == runs && flagged[1] == 0;
+  return bad[1] == 0 && corrupts && flagged[0] == runs && flagged[1] == 0 && saved;
 }
 
 static int s3(const char *dir) {
@@ -224,8 +246,9 @@ static int s4(const char *dir) {
       printf("  %-8s %-52s -> %s\n", clock_name(clock), cases[i].what, grt_status_name(st));
       if (st) printf("           %s\n", msg);
       ok &= cases[i].c == GRT__DL_PLAIN_EVENTS ? st == GRT_OK : st == GRT_ERR_DEADLOCK;
-      if (i == 0) save(exec, dir, "s4_deadlock", clock);
-      grt_exec_destroy(exec);
+      if (i == 0) ok &= save(exec, dir, "s4_deadlock", clock);
+      cli_first f = CLI_FIRST_INIT;
+      if (cli_keep(&f, "grt_exec_destroy", grt_exec_destroy(exec))) return scenario_failed("S4", clock, &f);
     }
   }
   return ok;
