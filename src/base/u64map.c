@@ -44,7 +44,7 @@ static bool resize(grt__u64map *m, size_t cap) {
   return true;
 }
 
-bool grt__u64map_reserve(grt__u64map *m, size_t n) {
+bool grt__u64map_grow_for(grt__u64map *m, size_t n) {
   if (n > SIZE_MAX / 8 - in_slots(m)) return false;
   size_t need = in_slots(m) + n, cap = capacity(m) ? capacity(m) : 64;
   while (need * 4 > cap * 3) cap *= 2; /* the load stays at most 3/4 */
@@ -58,7 +58,7 @@ bool grt__u64map_put(grt__u64map *m, uint64_t key, void *value) {
     m->max_value = value;
     return true;
   }
-  if ((!m->slots || (in_slots(m) + 1) * 4 > (m->mask + 1) * 3) && !grt__u64map_reserve(m, 1)) return false;
+  if (!grt__u64map_reserve(m, 1)) return false;
   size_t j = hash64(key) & m->mask;
   while (m->slots[j].key != EMPTY && m->slots[j].key != key) j = (j + 1) & m->mask;
   if (m->slots[j].key == EMPTY) m->count++;
@@ -83,12 +83,11 @@ void *grt__u64map_del(grt__u64map *m, uint64_t key) {
   }
   void *v = m->slots[j].value;
   /* Backward-shift: pull later entries of the probe run into the hole. */
-  size_t hole = j;
-  for (size_t k = (j + 1) & m->mask; m->slots[k].key != EMPTY; k = (k + 1) & m->mask) {
-    size_t home = hash64(m->slots[k].key) & m->mask;
-    /* Move k into hole if home is not in (hole, k] cyclically. */
-    bool in_range = hole <= k ? (home > hole && home <= k) : (home > hole || home <= k);
-    if (!in_range) {
+  size_t hole = j, mask = m->mask;
+  for (size_t k = (j + 1) & mask; m->slots[k].key != EMPTY; k = (k + 1) & mask) {
+    size_t home = hash64(m->slots[k].key) & mask;
+    /* Move k into hole if home is not in (hole, k] cyclically: it is at least as far back as the hole. */
+    if (((k - home) & mask) >= ((k - hole) & mask)) {
       m->slots[hole] = m->slots[k];
       hole = k;
     }

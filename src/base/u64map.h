@@ -50,9 +50,16 @@ void grt__u64map_init(grt__u64map *m);
 void grt__u64map_free(grt__u64map *m);
 /* Inserts or replaces; returns false only when host memory runs out. */
 bool grt__u64map_put(grt__u64map *m, uint64_t key, void *value);
+/* The slow half of grt__u64map_reserve: regrows the slots. */
+bool grt__u64map_grow_for(grt__u64map *m, size_t n);
 /* Room for n more keys: the next n inserts cannot fail. False (and the map
- * unchanged) when host memory runs out. */
-bool grt__u64map_reserve(grt__u64map *m, size_t n);
+ * unchanged) when host memory runs out. Inline: callers reserve before
+ * their inserts, and there is nearly always room. */
+static inline bool grt__u64map_reserve(grt__u64map *m, size_t n) {
+  size_t in_slots = m->count - (m->has_max ? 1 : 0); /* the load stays at most 3/4 */
+  if (m->slots && n <= SIZE_MAX / 8 && (in_slots + n) * 4 <= (m->mask + 1) * 3) return true;
+  return grt__u64map_grow_for(m, n);
+}
 static inline size_t grt__u64map_hash(uint64_t k) {
   k ^= k >> 33;
   k *= 0xff51afd7ed558ccdULL;

@@ -31,86 +31,76 @@ void grt__replay_set_error(grt_replay *r, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* ---- ids -> slots ---- */
+
+void grt__replay_ids_init(grt__replay_ids *t) {
+  grt__u64map_init(&t->map);
+  t->free = NULL;
+  t->n_free = t->cap_free = 0;
+  t->next = 0;
+}
+
+void grt__replay_ids_free(grt__replay_ids *t) {
+  grt__u64map_free(&t->map);
+  free(t->free);
+  grt__replay_ids_init(t);
+}
+
+grt_status grt__replay_ids_grow(grt__replay_ids *t) {
+  if (!grt__u64map_reserve(&t->map, t->map.count + 1)) return GRT_ERR_NOMEM;
+  if (t->n_free || t->next < t->cap_free) return GRT_OK;
+  /* a new slot: the free list keeps room for every slot, so a remove never allocates */
+  size_t cap = t->cap_free ? t->cap_free * 2 : 1024;
+  uint64_t *f = realloc(t->free, cap * sizeof *f);
+  if (!f) return GRT_ERR_NOMEM;
+  t->free = f;
+  t->cap_free = cap;
+  return GRT_OK;
+}
+
 /* ---- live allocations ---- */
 
-/* Sparse mode: open addressing on the id, entries inline, linear probing with
- * backward-shift deletion (no tombstones), grown at 1/2 load. */
-static inline size_t id_hash(uint64_t id) {
-  id ^= id >> 31;
-  id *= 0x9e3779b97f4a7c15ULL;
-  return (size_t)(id ^ (id >> 29));
-}
-
-static live_entry *id_find(const grt_replay *r, uint64_t id) {
-  if (!r->tab) return NULL;
-  for (size_t i = id_hash(id) & r->tab_mask;; i = (i + 1) & r->tab_mask) {
-    live_entry *e = &r->tab[i];
-    if (e->id == id) return e;
-    if (e->id == UINT64_MAX) return NULL;
-  }
-}
-
-static bool id_grow(grt_replay *r) {
-  size_t old_cap = r->tab ? r->tab_mask + 1 : 0, cap = old_cap ? old_cap * 2 : 1024;
-  live_entry *t = malloc(cap * sizeof *t);
-  if (!t) return false;
-  for (size_t i = 0; i < cap; i++) t[i].id = UINT64_MAX;
-  for (size_t i = 0; i < old_cap; i++) {
-    if (r->tab[i].id == UINT64_MAX) continue;
-    size_t j = id_hash(r->tab[i].id) & (cap - 1);
-    while (t[j].id != UINT64_MAX) j = (j + 1) & (cap - 1);
-    t[j] = r->tab[i];
-  }
-  free(r->tab);
-  r->tab = t;
-  r->tab_mask = cap - 1;
-  return true;
+/* The arrays grow to hold index i (slot and sparse modes). */
+static grt_status grow_arrays(grt_replay *r, uint64_t i) {
+  uint64_t n = r->n_ids ? r->n_ids * 2 : 1024;
+  while (n <= i) n *= 2;
+  grt_devptr *p = realloc(r->id_ptr, n * sizeof *p);
+  if (!p) return GRT_ERR_NOMEM;
+  r->id_ptr = p;
+  uint64_t *z = realloc(r->id_size, n * sizeof *z);
+  if (!z) return GRT_ERR_NOMEM;
+  r->id_size = z;
+  memset(r->id_ptr + r->n_ids, 0, (n - r->n_ids) * sizeof *p);
+  r->n_ids = n;
+  return GRT_OK;
 }
 
 /* Looks up a live id: *ptr 0 when not live. */
 static inline void live_get(grt_replay *r, uint64_t id, grt_devptr *ptr, uint64_t *size) {
-  if (r->dense) {
-    *ptr = id < r->n_ids ? r->id_ptr[id] : 0;
-    *size = *ptr ? r->id_size[id] : 0;
-    return;
-  }
-  live_entry *e = id_find(r, id);
-  *ptr = e ? e->ptr : 0;
-  *size = e ? e->size : 0;
+  uint64_t i = id;
+  if (!r->dense && !grt__replay_ids_find(&r->ids, id, &i)) i = UINT64_MAX;
+  *ptr = i < r->n_ids ? r->id_ptr[i] : 0;
+  *size = *ptr ? r->id_size[i] : 0;
 }
 
-static grt_status live_put(grt_replay *r, uint64_t id, grt_devptr ptr, uint64_t size) {
-  if (r->dense) {
-    r->id_ptr[id] = ptr;
-    r->id_size[id] = size;
-    return GRT_OK;
-  }
-  if ((!r->tab || 2 * (r->tab_count + 1) > r->tab_mask + 1) && !id_grow(r)) return GRT_ERR_NOMEM;
-  size_t i = id_hash(id) & r->tab_mask;
-  while (r->tab[i].id != UINT64_MAX && r->tab[i].id != id) i = (i + 1) & r->tab_mask;
-  if (r->tab[i].id == UINT64_MAX) r->tab_count++;
-  r->tab[i] = (live_entry){id, ptr, size};
-  return GRT_OK;
+/* Room for id (not live) to become live: live_put cannot fail after it. */
+static grt_status live_reserve(grt_replay *r, uint64_t id) {
+  if (r->dense) return id < r->n_ids ? GRT_OK : grow_arrays(r, id); /* only slot mode gets here past n_ids */
+  grt_status st = grt__replay_ids_reserve(&r->ids);
+  uint64_t i = grt__replay_ids_peek(&r->ids);
+  if (!st && i >= r->n_ids) st = grow_arrays(r, i);
+  return st;
+}
+
+static void live_put(grt_replay *r, uint64_t id, grt_devptr ptr, uint64_t size) {
+  uint64_t i = r->dense ? id : grt__replay_ids_add(&r->ids, id);
+  r->id_ptr[i] = ptr;
+  r->id_size[i] = size;
 }
 
 static void live_del(grt_replay *r, uint64_t id) {
-  if (r->dense) {
-    r->id_ptr[id] = 0;
-    return;
-  }
-  live_entry *e = id_find(r, id);
-  if (!e) return;
-  size_t hole = (size_t)(e - r->tab), mask = r->tab_mask;
-  for (size_t i = (hole + 1) & mask; r->tab[i].id != UINT64_MAX; i = (i + 1) & mask) {
-    size_t home = id_hash(r->tab[i].id) & mask;
-    /* move entry i into the hole when its home is not in (hole, i] */
-    if (((i - home) & mask) >= ((i - hole) & mask)) {
-      r->tab[hole] = r->tab[i];
-      hole = i;
-    }
-  }
-  r->tab[hole].id = UINT64_MAX;
-  r->tab_count--;
+  uint64_t i = id;
+  if (r->dense || grt__replay_ids_remove(&r->ids, id, &i)) r->id_ptr[i] = 0;
 }
 
 grt_devptr grt__replay_to_recorded(const grt_replay *r, grt_devptr a) {
@@ -138,7 +128,7 @@ static void free_replay(grt_replay *r) {
   grt_device_destroy(r->dev);
   free(r->id_ptr);
   free(r->id_size);
-  free(r->tab);
+  grt__replay_ids_free(&r->ids);
   grt__u64map_free(&r->imported);
   free(r->series);
   free(r->xlate);
@@ -166,6 +156,7 @@ static grt_status make_replay(const grt_replay_config *cfg, const grt_trace_info
   snprintf(r->policy, sizeof r->policy, "%s", r->cfg.policy);
   r->cfg.policy = r->policy;
   grt__u64map_init(&r->imported);
+  grt__replay_ids_init(&r->ids);
   if (info) {
     r->info = *info;
     r->have_info = true;
@@ -240,21 +231,6 @@ grt_status grt_replay_destroy(grt_replay *r) {
 
 /* ---- events ---- */
 
-/* Slot mode: the dense arrays grow to hold slot `id`. */
-static grt_status grow_slots(grt_replay *r, uint64_t id) {
-  uint64_t n = r->n_ids ? r->n_ids * 2 : 1024;
-  while (n <= id) n *= 2;
-  grt_devptr *p = realloc(r->id_ptr, n * sizeof *p);
-  if (!p) return GRT_ERR_NOMEM;
-  r->id_ptr = p;
-  uint64_t *z = realloc(r->id_size, n * sizeof *z);
-  if (!z) return GRT_ERR_NOMEM;
-  r->id_size = z;
-  memset(r->id_ptr + r->n_ids, 0, (n - r->n_ids) * sizeof *p);
-  r->n_ids = n;
-  return GRT_OK;
-}
-
 void grt__replay_use_slots(grt_replay *r) {
   r->dense = true;
   r->slots = true;
@@ -274,7 +250,7 @@ static grt_status do_alloc(grt_replay *r, const grt_trace_event *ev, grt_stream_
   grt_devptr p, old;
   uint64_t old_size;
   live_get(r, ev->id, &old, &old_size);
-  if (r->dense && ev->id >= r->n_ids && !(r->slots && grow_slots(r, ev->id) == GRT_OK)) {
+  if (r->dense && !r->slots && ev->id >= r->n_ids) {
     grt__replay_set_error(r, "alloc id %llu is outside the trace's ids", (unsigned long long)ev->id);
     return GRT_ERR_PARSE;
   }
@@ -282,8 +258,10 @@ static grt_status do_alloc(grt_replay *r, const grt_trace_event *ev, grt_stream_
     grt__replay_set_error(r, "alloc of id %llu which is still live", (unsigned long long)ev->id);
     return GRT_ERR_PARSE;
   }
+  grt_status st = live_reserve(r, ev->id); /* first, so that running out of host memory changes nothing */
+  if (st) return st;
   r->sum.allocs++;
-  grt_status st = ev->size ? grt_alloc_malloc(r->alloc, ev->size, stream, &p) : GRT_ERR_SIZE;
+  st = ev->size ? grt_alloc_malloc(r->alloc, ev->size, stream, &p) : GRT_ERR_SIZE;
   if (r->hint) {
     r->hint = 0;
     grt_device_set_next_address(r->dev, 0);
@@ -301,10 +279,7 @@ static grt_status do_alloc(grt_replay *r, const grt_trace_event *ev, grt_stream_
     return st;
   }
   if (r->on_alloc) r->on_alloc(r->hook_ctx, r, ev, r->pos, p, st);
-  if ((st = live_put(r, ev->id, p, ev->size))) {
-    if (p != REPLAY_FAILED) grt_alloc_free(r->alloc, p);
-    return st;
-  }
+  live_put(r, ev->id, p, ev->size);
   if (p != REPLAY_FAILED) {
     r->live += ev->size;
     if (r->live > r->peak_live) r->peak_live = r->live;
@@ -384,8 +359,9 @@ static grt_status do_release(grt_replay *r) {
   grt__u64map_init(&after);
   grt_device_walk_segments(r->dev, collect_seg, &after);
   released d = {&after, NULL, 0, 0};
-  for (size_t i = 0; before.slots && i <= before.mask; i++)
-    if (before.slots[i].key != UINT64_MAX) diff_seg(&d, before.slots[i].key, 0);
+  grt__u64map_iter it = grt__u64map_begin(&before);
+  uint64_t address;
+  while (grt__u64map_next(&before, &it, &address, NULL)) diff_seg(&d, address, 0);
   r->on_release(r->hook_ctx, r, r->pos, d.list, d.n);
   free(d.list);
   grt__u64map_free(&before);

@@ -1,10 +1,11 @@
 /* replay_impl.h — the grt_replay object, shared by replay*.c, series.c and fidelity.c (internal).
  *
- * Live allocations: with a loaded trace (dense ids 0..n_ids-1) two arrays
- * indexed by id; without one (the streaming reader passes the file's ids) an
- * open-addressing table of live ids, so memory follows the live allocations.
- * A live entry's ptr is the replay's address; REPLAY_FAILED marks an
- * allocation the replay could not serve (its frees are skipped).
+ * Live allocations: two arrays, indexed by id with a loaded trace (dense ids
+ * 0..n_ids-1), else by a small reusable slot: the streaming reader's (slot
+ * mode) or one the replay assigns itself (sparse mode, through `ids`), so
+ * memory follows the live allocations. A live entry's ptr is the replay's
+ * address; REPLAY_FAILED marks an allocation the replay could not serve (its
+ * frees are skipped).
  */
 #ifndef GRT_TRACE_REPLAY_IMPL_H
 #define GRT_TRACE_REPLAY_IMPL_H
@@ -14,11 +15,55 @@
 
 #define REPLAY_FAILED ((grt_devptr)1)
 
-typedef struct live_entry {
-  uint64_t id; /* UINT64_MAX: empty slot */
-  grt_devptr ptr;
-  uint64_t size;
-} live_entry;
+/* Ids -> small reusable slots: the streaming reader's translation of the
+ * file's ids and the sparse mode's index of live ids (replay.c). The slot
+ * released last is handed out first, so slots stay below the peak number of
+ * live ids and the arrays they index stay small. Inline: the reader maps
+ * every event's id. */
+typedef struct grt__replay_ids {
+  grt__u64map map;  /* live id -> slot + 1 */
+  uint64_t *free;   /* released slots; room for every slot handed out */
+  size_t n_free, cap_free;
+  uint64_t next;    /* slots handed out so far */
+} grt__replay_ids;
+
+void grt__replay_ids_init(grt__replay_ids *t);
+void grt__replay_ids_free(grt__replay_ids *t);
+/* The slot of live id into *slot; false when id is not live. */
+static inline bool grt__replay_ids_find(const grt__replay_ids *t, uint64_t id, uint64_t *slot) {
+  void *v = grt__u64map_get(&t->map, id);
+  if (v) *slot = (uint64_t)(uintptr_t)v - 1;
+  return v != NULL;
+}
+/* The slot the next add hands out. */
+static inline uint64_t grt__replay_ids_peek(const grt__replay_ids *t) {
+  return t->n_free ? t->free[t->n_free - 1] : t->next;
+}
+/* The slow half of grt__replay_ids_reserve: grows the map or the free list. */
+grt_status grt__replay_ids_grow(grt__replay_ids *t);
+/* Room for one more live id: the next add cannot fail (nor can removes).
+ * The map keeps room for as many ids again as are live, so it stays under
+ * 3/8 full: every free erases, and an erase walks the rest of its probe run. */
+static inline grt_status grt__replay_ids_reserve(grt__replay_ids *t) {
+  bool map_room = t->map.slots && (2 * t->map.count + 1) * 4 <= (t->map.mask + 1) * 3;
+  if (map_room && (t->n_free || t->next < t->cap_free)) return GRT_OK;
+  return grt__replay_ids_grow(t);
+}
+/* Makes id (not live; room reserved) live in grt__replay_ids_peek's slot, which it returns. */
+static inline uint64_t grt__replay_ids_add(grt__replay_ids *t, uint64_t id) {
+  uint64_t slot = t->n_free ? t->free[--t->n_free] : t->next++;
+  bool put = grt__u64map_put(&t->map, id, (void *)(uintptr_t)(slot + 1));
+  (void)put; /* cannot fail: room reserved */
+  return slot;
+}
+/* Ends id's life, its slot into *slot; false when id was not live. */
+static inline bool grt__replay_ids_remove(grt__replay_ids *t, uint64_t id, uint64_t *slot) {
+  void *v = grt__u64map_del(&t->map, id);
+  if (!v) return false;
+  *slot = (uint64_t)(uintptr_t)v - 1;
+  t->free[t->n_free++] = *slot; /* room: the free list holds every slot handed out */
+  return true;
+}
 
 typedef struct grt__replay_xlate {
   grt_devptr replay, recorded;
@@ -48,8 +93,7 @@ struct grt_replay {
   uint64_t n_ids;            /* array length */
   grt_devptr *id_ptr;
   uint64_t *id_size;
-  live_entry *tab;           /* sparse mode: open-addressing table of live ids */
-  size_t tab_mask, tab_count;
+  grt__replay_ids ids;       /* sparse mode: live ids -> their index in the arrays (grown on demand) */
   grt__u64map imported;      /* start-state blocks still live: recorded addr -> 1 */
   uint64_t live, peak_live;
   /* release runs */
@@ -94,17 +138,6 @@ void grt__replay_set_error(grt_replay *r, const char *fmt, ...)
 
 /* Marks a recorded address as an imported live block (replay_start.c). */
 grt_status grt__replay_note_imported(grt_replay *r, grt_devptr addr);
-
-/* Slot mode (replay_stream.c): the reader thread maps file ids to small
- * reusable slots, so the replaying thread indexes arrays instead of hashing;
- * its verdicts travel in grt_trace_event.reserved. */
-#define GRT__SLOT_DUPLICATE 1 /* alloc of a live id (ev->id is the file's id) */
-#define GRT__SLOT_UNMATCHED 2 /* a free of no live allocation */
-void grt__replay_use_slots(grt_replay *r);
-
-/* Recorded address <-> the replay's (identity outside the translated ranges). */
-grt_devptr grt__replay_to_recorded(const grt_replay *r, grt_devptr replay);
-grt_devptr grt__replay_to_replay(const grt_replay *r, grt_devptr recorded);
 
 /* Slot mode (replay_stream.c): the reader thread maps file ids to small
  * reusable slots, so the replaying thread indexes arrays instead of hashing;

@@ -35,94 +35,32 @@ typedef struct pipe_state {
   grt_status read_st;  /* the reader's result (written before done) */
   grt_trace_error err;
   const char *path;
-  /* reader thread only: file id -> slot (open addressing), free slots */
-  struct slot_entry { uint64_t id, slot; } *tab;
-  size_t tab_mask, tab_count;
-  uint64_t *free_slots;
-  size_t n_free, cap_free;
-  uint64_t next_slot;
+  grt__replay_ids ids; /* reader thread only: the file's live ids -> slots */
 } pipe_state;
-
-typedef struct slot_entry slot_entry;
-
-static inline size_t slot_hash(uint64_t id) {
-  id ^= id >> 31;
-  id *= 0x9e3779b97f4a7c15ULL;
-  return (size_t)(id ^ (id >> 29));
-}
-
-/* The entry holding id, or the empty entry ending its probe run (where an
- * insert goes): one probe serves both the lookup and the insert. */
-static inline slot_entry *slot_probe(pipe_state *p, uint64_t id) {
-  for (size_t i = slot_hash(id) & p->tab_mask;; i = (i + 1) & p->tab_mask)
-    if (p->tab[i].id == id || p->tab[i].id == UINT64_MAX) return &p->tab[i];
-}
-
-static bool slot_grow(pipe_state *p) {
-  size_t old = p->tab ? p->tab_mask + 1 : 0, cap = old ? old * 2 : 1024;
-  slot_entry *t = malloc(cap * sizeof *t);
-  if (!t) return false;
-  for (size_t i = 0; i < cap; i++) t[i].id = UINT64_MAX;
-  for (size_t i = 0; i < old; i++) {
-    if (p->tab[i].id == UINT64_MAX) continue;
-    size_t j = slot_hash(p->tab[i].id) & (cap - 1);
-    while (t[j].id != UINT64_MAX) j = (j + 1) & (cap - 1);
-    t[j] = p->tab[i];
-  }
-  free(p->tab);
-  p->tab = t;
-  p->tab_mask = cap - 1;
-  return true;
-}
-
-static void slot_erase(pipe_state *p, slot_entry *e) {
-  size_t hole = (size_t)(e - p->tab), mask = p->tab_mask;
-  for (size_t i = (hole + 1) & mask; p->tab[i].id != UINT64_MAX; i = (i + 1) & mask) {
-    size_t home = slot_hash(p->tab[i].id) & mask;
-    if (((i - home) & mask) >= ((i - hole) & mask)) {
-      p->tab[hole] = p->tab[i];
-      hole = i;
-    }
-  }
-  p->tab[hole].id = UINT64_MAX;
-  p->tab_count--;
-}
 
 /* Rewrites ev's id as a slot, or marks it (GRT__SLOT_*). */
 static grt_status assign_slot(pipe_state *p, grt_trace_event *ev) {
-  if (ev->kind != GRT_TRACE_ALLOC && ev->kind != GRT_TRACE_FREE_REQUESTED && ev->kind != GRT_TRACE_FREE_COMPLETED)
-    return GRT_OK;
-  if ((!p->tab || 2 * (p->tab_count + 1) > p->tab_mask + 1) && !slot_grow(p)) return GRT_ERR_NOMEM;
-  slot_entry *e = slot_probe(p, ev->id);
-  bool found = e->id == ev->id; /* as before, an id of UINT64_MAX (the empty mark) counts as found */
+  uint64_t slot;
+  bool live;
   if (ev->kind == GRT_TRACE_ALLOC) {
-    if (found) {
+    if (grt__replay_ids_find(&p->ids, ev->id, &slot)) {
       ev->reserved = GRT__SLOT_DUPLICATE;
       return GRT_OK;
     }
-    uint64_t slot = p->n_free ? p->free_slots[--p->n_free] : p->next_slot++;
-    *e = (slot_entry){ev->id, slot};
-    p->tab_count++;
+    grt_status st = grt__replay_ids_reserve(&p->ids);
+    if (!st) ev->id = grt__replay_ids_add(&p->ids, ev->id);
+    return st;
+  }
+  if (ev->kind == GRT_TRACE_FREE_REQUESTED)
+    live = grt__replay_ids_find(&p->ids, ev->id, &slot);
+  else if (ev->kind == GRT_TRACE_FREE_COMPLETED) /* the slot is free for later allocs (events stay in order) */
+    live = grt__replay_ids_remove(&p->ids, ev->id, &slot);
+  else
+    return GRT_OK;
+  if (live)
     ev->id = slot;
-    return GRT_OK;
-  }
-  if (!found) {
+  else
     ev->reserved = GRT__SLOT_UNMATCHED;
-    return GRT_OK;
-  }
-  uint64_t slot = e->slot;
-  if (ev->kind == GRT_TRACE_FREE_COMPLETED) { /* the slot is free for later allocs (events stay in order) */
-    if (p->n_free == p->cap_free) {
-      size_t cap = p->cap_free ? p->cap_free * 2 : 1024;
-      uint64_t *f = realloc(p->free_slots, cap * sizeof *f);
-      if (!f) return GRT_ERR_NOMEM;
-      p->free_slots = f;
-      p->cap_free = cap;
-    }
-    p->free_slots[p->n_free++] = slot;
-    slot_erase(p, e);
-  }
-  ev->id = slot;
   return GRT_OK;
 }
 
@@ -220,6 +158,7 @@ grt_status grt_replay_stream_file(const char *path, const grt_replay_config *cfg
   pthread_cond_init(&p->cv, NULL);
   p->buf = buf;
   p->path = path;
+  grt__replay_ids_init(&p->ids);
   grt__replay_use_slots(r);
   bool threaded = pthread_create(&reader, NULL, reader_main, p) == 0;
   grt_status replay_st = GRT_OK;
@@ -240,8 +179,7 @@ grt_status grt_replay_stream_file(const char *path, const grt_replay_config *cfg
   }
   pthread_cond_destroy(&p->cv);
   pthread_mutex_destroy(&p->m);
-  free(p->tab);
-  free(p->free_slots);
+  grt__replay_ids_free(&p->ids);
   free(buf);
   free(p);
   grt_replay_destroy(r);
