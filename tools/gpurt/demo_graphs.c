@@ -17,6 +17,7 @@
 #include "base/rng.h"
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_status.h"
 #include "gpurt/exec.h"
 
 #define LAYERS 24
@@ -47,10 +48,11 @@ typedef struct bucket_state {
   double eager_us, graph_us;
 } bucket_state;
 
-static double now_us(grt_exec *exec) {
-  uint64_t t;
-  grt_exec_now_ns(exec, &t);
-  return (double)t / 1000.0;
+static grt_status now_us(grt_exec *exec, double *us) {
+  uint64_t t = 0;
+  grt_status st = grt_exec_now_ns(exec, &t);
+  *us = (double)t / 1000.0;
+  return st;
 }
 
 static grt_status issue_step(grt_stream *s, kernel_arg *args) {
@@ -67,30 +69,35 @@ static void fill_args(kernel_arg *args, float *x, unsigned bucket) {
   for (int k = 0; k < KERNELS_PER_LAYER; k++) args[k] = (kernel_arg){x, bucket * 8, 0.5f + 0.01f * (float)k};
 }
 
-/* Captures bucket b's step: alloc node for the activations, the kernels, free node. */
-static grt_status capture_bucket(grt_exec *exec, grt_stream *s, bucket_state *bs, unsigned b) {
+/* Captures bucket b's step: alloc node for the activations, the kernels, free
+ * node. A failure goes to *f; the capture is ended and its graph destroyed
+ * after one too. */
+static void capture_bucket(grt_exec *exec, grt_stream *s, bucket_state *bs, unsigned b, cli_first *f) {
   grt_device *dev;
   grt_devptr act;
   void *host;
-  grt_graph *g;
-  grt_status st = grt_exec_get_device(exec, &dev);
-  if (!st) st = grt_stream_begin_capture(s, GRT_CAPTURE_THREAD_LOCAL);
-  if (st) return st;
-  if (!(st = grt_stream_malloc_async_graph(s, (uint64_t)b * HIDDEN * sizeof(float), &act)) &&
-      !(st = grt_device_host_ptr(dev, act, (uint64_t)b * HIDDEN * sizeof(float), &host))) {
+  grt_graph *g = NULL;
+  uint64_t bytes = (uint64_t)b * HIDDEN * sizeof(float);
+  if (cli_keep_exec(f, exec, "grt_exec_get_device", grt_exec_get_device(exec, &dev)) ||
+      cli_keep_exec(f, exec, "grt_stream_begin_capture", grt_stream_begin_capture(s, GRT_CAPTURE_THREAD_LOCAL)))
+    return;
+  if (!cli_keep_exec(f, exec, "grt_stream_malloc_async_graph", grt_stream_malloc_async_graph(s, bytes, &act)) &&
+      !cli_keep(f, "grt_device_host_ptr", grt_device_host_ptr(dev, act, bytes, &host))) {
     fill_args(bs->graph_args, host, b);
-    if (!(st = issue_step(s, bs->graph_args))) st = grt_stream_free_async_graph(s, act);
+    if (!cli_keep_exec(f, exec, "grt_launch_kernel", issue_step(s, bs->graph_args)))
+      cli_keep_exec(f, exec, "grt_stream_free_async_graph", grt_stream_free_async_graph(s, act));
   }
-  grt_status end = grt_stream_end_capture(s, &g);
-  if (st || end) return st ? st : end;
+  if (cli_keep_exec(f, exec, "grt_stream_end_capture", grt_stream_end_capture(s, &g)) || f->st) {
+    cli_keep(f, "grt_graph_destroy", grt_graph_destroy(g)); /* NULL when the capture failed */
+    return;
+  }
   char name[32];
   snprintf(name, sizeof name, "decode b=%u", b);
-  grt_graph_set_name(g, name);
-  st = grt_graph_instantiate(g, &bs->ge);
-  grt_graph_destroy(g);
+  if (!cli_keep(f, "grt_graph_set_name", grt_graph_set_name(g, name)))
+    cli_keep_exec(f, exec, "grt_graph_instantiate", grt_graph_instantiate(g, &bs->ge));
+  cli_keep(f, "grt_graph_destroy", grt_graph_destroy(g));
   size_t nodes;
-  if (!st) st = grt_graph_exec_info(bs->ge, &nodes, &bs->pool_bytes);
-  return st;
+  if (!f->st) cli_keep(f, "grt_graph_exec_info", grt_graph_exec_info(bs->ge, &nodes, &bs->pool_bytes));
 }
 
 static unsigned bucket_of(unsigned batch) {
@@ -103,77 +110,82 @@ static int run(unsigned steps, uint64_t seed) {
   grt_exec_config cfg;
   grt_exec_config_default(&cfg);
   cfg.device_capacity = 64 * GRT_MiB;
-  grt_exec *exec;
-  grt_stream *s;
-  grt_status st = grt_exec_create(&cfg, &exec);
-  if (st || (st = grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &s))) {
-    fprintf(stderr, "gpurt demo graphs: %s\n", grt_status_str(st));
-    return 1;
-  }
-  grt_device *dev;
-  grt_exec_get_device(exec, &dev);
+  cli_first f = CLI_FIRST_INIT;
+  grt_exec *exec = NULL;
+  grt_stream *s = NULL;
+  grt_device *dev = NULL;
+  if (cli_keep(&f, "grt_exec_create", grt_exec_create(&cfg, &exec))) return cli_fail_first("demo graphs", &f);
+  if (!cli_keep_exec(&f, exec, "grt_stream_create", grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &s)))
+    cli_keep_exec(&f, exec, "grt_exec_get_device", grt_exec_get_device(exec, &dev));
   bucket_state bs[N_BUCKETS];
-  memset(bs, 0, sizeof bs);
-  for (unsigned i = 0; i < N_BUCKETS && !st; i++) {
+  memset(bs, 0, sizeof bs); /* eager_buf 0: not allocated (no segment starts at 0) */
+  for (unsigned i = 0; i < N_BUCKETS && !f.st; i++) {
     void *host;
     uint64_t bytes = (uint64_t)buckets[i] * HIDDEN * sizeof(float);
-    if (!(st = grt_exec_device_malloc(exec, bytes, &bs[i].eager_buf)) &&
-        !(st = grt_device_host_ptr(dev, bs[i].eager_buf, bytes, &host)))
+    if (cli_keep_exec(&f, exec, "grt_exec_device_malloc", grt_exec_device_malloc(exec, bytes, &bs[i].eager_buf)))
+      bs[i].eager_buf = 0;
+    else if (!cli_keep(&f, "grt_device_host_ptr", grt_device_host_ptr(dev, bs[i].eager_buf, bytes, &host)))
       fill_args(bs[i].eager_args, host, buckets[i]);
-    if (!st) st = capture_bucket(exec, s, &bs[i], buckets[i]);
+    if (!f.st) capture_bucket(exec, s, &bs[i], buckets[i], &f);
   }
-  for (unsigned i = 0; i < N_BUCKETS && !st; i++) /* warm-up: caches, op slabs, worker threads */
-    if (!(st = issue_step(s, bs[i].eager_args)) && !(st = grt_graph_launch(bs[i].ge, s))) st = grt_stream_synchronize(s);
+  for (unsigned i = 0; i < N_BUCKETS && !f.st; i++) /* warm-up: caches, op slabs, worker threads */
+    if (!cli_keep_exec(&f, exec, "grt_launch_kernel", issue_step(s, bs[i].eager_args)) &&
+        !cli_keep_exec(&f, exec, "grt_graph_launch", grt_graph_launch(bs[i].ge, s)))
+      cli_keep_exec(&f, exec, "grt_stream_synchronize", grt_stream_synchronize(s));
   grt__rng rng;
   grt__rng_seed(&rng, seed);
   uint64_t real = 0, padded = 0;
-  for (unsigned step = 0; step < steps && !st; step++) {
+  for (unsigned step = 0; step < steps && !f.st; step++) {
     unsigned batch = 1 + (unsigned)grt__rng_below(&rng, 64), b = bucket_of(batch);
     real += batch;
     padded += buckets[b];
-    double t0 = now_us(exec);
-    if (!(st = issue_step(s, bs[b].eager_args))) st = grt_stream_synchronize(s);
-    double t1 = now_us(exec);
-    if (!st && !(st = grt_graph_launch(bs[b].ge, s))) st = grt_stream_synchronize(s);
-    double t2 = now_us(exec);
+    double t0, t1, t2;
+    if (cli_keep_exec(&f, exec, "grt_exec_now_ns", now_us(exec, &t0)) ||
+        cli_keep_exec(&f, exec, "grt_launch_kernel", issue_step(s, bs[b].eager_args)) ||
+        cli_keep_exec(&f, exec, "grt_stream_synchronize", grt_stream_synchronize(s)) ||
+        cli_keep_exec(&f, exec, "grt_exec_now_ns", now_us(exec, &t1)) ||
+        cli_keep_exec(&f, exec, "grt_graph_launch", grt_graph_launch(bs[b].ge, s)) ||
+        cli_keep_exec(&f, exec, "grt_stream_synchronize", grt_stream_synchronize(s)) ||
+        cli_keep_exec(&f, exec, "grt_exec_now_ns", now_us(exec, &t2)))
+      break;
     bs[b].steps++;
     bs[b].eager_us += t1 - t0;
     bs[b].graph_us += t2 - t1;
   }
-  if (st) {
-    fprintf(stderr, "gpurt demo graphs: %s\n", grt_status_str(st));
-    return 1;
+  if (!f.st) {
+    printf("decode step: %d layers x %d kernels = %d kernels; %u steps, batch 1..64 padded to its bucket\n"
+           "(threads clock, wall time per step; kernels carry no modelled duration: CPU-bound issue)\n\n",
+           LAYERS, KERNELS_PER_LAYER, LAYERS * KERNELS_PER_LAYER, steps);
+    printf("  %6s %6s %12s %12s %8s %12s\n", "bucket", "steps", "eager us", "graph us", "speedup", "graph pool");
+    double te = 0, tg = 0;
+    uint64_t pool = 0;
+    for (unsigned i = 0; i < N_BUCKETS; i++) {
+      pool += bs[i].pool_bytes;
+      if (!bs[i].steps) continue;
+      te += bs[i].eager_us;
+      tg += bs[i].graph_us;
+      printf("  %6u %6u %12.1f %12.1f %7.1fx %9llu KiB\n", buckets[i], bs[i].steps, bs[i].eager_us / bs[i].steps,
+             bs[i].graph_us / bs[i].steps, bs[i].eager_us / bs[i].graph_us,
+             (unsigned long long)(bs[i].pool_bytes / 1024));
+    }
+    printf("  %6s %6u %12.1f %12.1f %7.1fx %9llu KiB\n", "all", steps, te / steps, tg / steps, te / tg,
+           (unsigned long long)(pool / 1024));
+    printf("\n  padding: %.1f%% more tokens computed than requested (%llu padded / %llu real)\n",
+           100.0 * (double)(padded - real) / (double)real, (unsigned long long)padded, (unsigned long long)real);
+    printf("  CUDA scale (anchors): %d kernels eager at 2-4 us each = %.0f-%.0f us of CPU per step; as one\n"
+           "  graph ~2.5 us + ~1 ns/node = ~%.1f us. Graph pools: one per bucket, %llu KiB here.\n",
+           LAYERS * KERNELS_PER_LAYER, 2.0 * LAYERS * KERNELS_PER_LAYER, 4.0 * LAYERS * KERNELS_PER_LAYER,
+           2.5 + 0.001 * LAYERS * KERNELS_PER_LAYER, (unsigned long long)(pool / 1024));
   }
-  printf("decode step: %d layers x %d kernels = %d kernels; %u steps, batch 1..64 padded to its bucket\n"
-         "(threads clock, wall time per step; kernels carry no modelled duration: CPU-bound issue)\n\n",
-         LAYERS, KERNELS_PER_LAYER, LAYERS * KERNELS_PER_LAYER, steps);
-  printf("  %6s %6s %12s %12s %8s %12s\n", "bucket", "steps", "eager us", "graph us", "speedup", "graph pool");
-  double te = 0, tg = 0;
-  uint64_t pool = 0;
+  /* Teardown, after a failure too. */
   for (unsigned i = 0; i < N_BUCKETS; i++) {
-    pool += bs[i].pool_bytes;
-    if (!bs[i].steps) continue;
-    te += bs[i].eager_us;
-    tg += bs[i].graph_us;
-    printf("  %6u %6u %12.1f %12.1f %7.1fx %9llu KiB\n", buckets[i], bs[i].steps, bs[i].eager_us / bs[i].steps,
-           bs[i].graph_us / bs[i].steps, bs[i].eager_us / bs[i].graph_us,
-           (unsigned long long)(bs[i].pool_bytes / 1024));
+    cli_keep(&f, "grt_graph_exec_destroy", grt_graph_exec_destroy(bs[i].ge));
+    if (bs[i].eager_buf)
+      cli_keep_exec(&f, exec, "grt_exec_device_free", grt_exec_device_free(exec, bs[i].eager_buf));
   }
-  printf("  %6s %6u %12.1f %12.1f %7.1fx %9llu KiB\n", "all", steps, te / steps, tg / steps, te / tg,
-         (unsigned long long)(pool / 1024));
-  printf("\n  padding: %.1f%% more tokens computed than requested (%llu padded / %llu real)\n",
-         100.0 * (double)(padded - real) / (double)real, (unsigned long long)padded, (unsigned long long)real);
-  printf("  CUDA scale (anchors): %d kernels eager at 2-4 us each = %.0f-%.0f us of CPU per step; as one\n"
-         "  graph ~2.5 us + ~1 ns/node = ~%.1f us. Graph pools: one per bucket, %llu KiB here.\n",
-         LAYERS * KERNELS_PER_LAYER, 2.0 * LAYERS * KERNELS_PER_LAYER, 4.0 * LAYERS * KERNELS_PER_LAYER,
-         2.5 + 0.001 * LAYERS * KERNELS_PER_LAYER, (unsigned long long)(pool / 1024));
-  for (unsigned i = 0; i < N_BUCKETS; i++) {
-    grt_graph_exec_destroy(bs[i].ge);
-    grt_exec_device_free(exec, bs[i].eager_buf);
-  }
-  grt_stream_destroy(s);
-  grt_exec_destroy(exec);
-  return 0;
+  cli_keep(&f, "grt_stream_destroy", grt_stream_destroy(s));
+  cli_keep(&f, "grt_exec_destroy", grt_exec_destroy(exec));
+  return f.st ? cli_fail_first("demo graphs", &f) : 0;
 }
 
 enum { GRAPHS_STEPS = 256, GRAPHS_SEED };
