@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_status.h"
 #include "gpurt/exec.h"
 
 #define LOW_STREAMS 6
@@ -25,55 +26,53 @@ typedef struct lat {
   double mean_ms, max_ms;
 } lat;
 
-static grt_status run_once(grt_clock_kind clock, int hi_prio, lat *out) {
+static grt_status run_once(grt_clock_kind clock, int hi_prio, lat *out, cli_first *f) {
+  *f = (cli_first)CLI_FIRST_INIT;
   grt_exec_config cfg;
   grt_exec_config_default(&cfg);
   cfg.clock = clock;
   cfg.compute_slots = 2;
   cfg.device_capacity = GRT_MiB;
-  grt_exec *exec;
-  grt_status st = grt_exec_create(&cfg, &exec);
-  if (st) return st;
-  grt_stream *low[LOW_STREAMS], *hi = NULL;
-  grt_event *ready[HI_KERNELS], *done[HI_KERNELS];
-  int nlow = 0, nev = 0;
-  for (; nlow < LOW_STREAMS && !st; nlow++) st = grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &low[nlow]);
-  if (st) nlow--;
-  if (!st) st = grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, hi_prio, &hi);
-  for (; nev < HI_KERNELS && !st; nev++)
-    if ((st = grt_event_create(exec, 0, &ready[nev])) || (st = grt_event_create(exec, 0, &done[nev]))) {
-      if (!st) grt_event_destroy(ready[nev]);
-      break;
-    }
+  grt_exec *exec = NULL;
+  if (cli_keep(f, "grt_exec_create", grt_exec_create(&cfg, &exec))) return f->st;
+  grt_stream *low[LOW_STREAMS] = {0}, *hi = NULL; /* NULL: not created (destroy is a no-op) */
+  grt_event *ready[HI_KERNELS] = {0}, *done[HI_KERNELS] = {0};
+  for (int i = 0; i < LOW_STREAMS && !f->st; i++)
+    cli_keep_exec(f, exec, "grt_stream_create", grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &low[i]));
+  if (!f->st) cli_keep_exec(f, exec, "grt_stream_create", grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, hi_prio, &hi));
+  for (int k = 0; k < HI_KERNELS && !f->st; k++)
+    if (!cli_keep_exec(f, exec, "grt_event_create", grt_event_create(exec, 0, &ready[k])))
+      cli_keep_exec(f, exec, "grt_event_create", grt_event_create(exec, 0, &done[k]));
   grt_kernel_desc lk = {NULL, NULL, 1000000, GRT_ENGINE_COMPUTE, "low"};
   grt_kernel_desc hk = {NULL, NULL, 200000, GRT_ENGINE_COMPUTE, "high"};
   grt_kernel_desc gap = {NULL, NULL, 3500000, GRT_ENGINE_COPY_H2D, "gap"};
-  for (int k = 0; k < LOW_KERNELS && !st; k++)
-    for (int i = 0; i < LOW_STREAMS && !st; i++) st = grt_launch_kernel(low[i], &lk);
-  for (int k = 0; k < HI_KERNELS && !st; k++) {
-    if (!(st = grt_launch_kernel(hi, &gap)) && !(st = grt_event_record(ready[k], hi)) &&
-        !(st = grt_launch_kernel(hi, &hk)))
-      st = grt_event_record(done[k], hi);
-  }
-  if (!st) st = grt_exec_synchronize(exec);
+  for (int k = 0; k < LOW_KERNELS && !f->st; k++)
+    for (int i = 0; i < LOW_STREAMS && !f->st; i++)
+      cli_keep_exec(f, exec, "grt_launch_kernel", grt_launch_kernel(low[i], &lk));
+  for (int k = 0; k < HI_KERNELS && !f->st; k++)
+    if (!cli_keep_exec(f, exec, "grt_launch_kernel", grt_launch_kernel(hi, &gap)) &&
+        !cli_keep_exec(f, exec, "grt_event_record", grt_event_record(ready[k], hi)) &&
+        !cli_keep_exec(f, exec, "grt_launch_kernel", grt_launch_kernel(hi, &hk)))
+      cli_keep_exec(f, exec, "grt_event_record", grt_event_record(done[k], hi));
+  if (!f->st) cli_keep_exec(f, exec, "grt_exec_synchronize", grt_exec_synchronize(exec));
   double sum = 0, mx = 0;
-  for (int k = 0; k < HI_KERNELS && !st; k++) {
+  for (int k = 0; k < HI_KERNELS && !f->st; k++) {
     int64_t ns;
-    if (!(st = grt_event_elapsed_ns(ready[k], done[k], &ns))) {
+    if (!cli_keep_exec(f, exec, "grt_event_elapsed_ns", grt_event_elapsed_ns(ready[k], done[k], &ns))) {
       sum += (double)ns / 1e6;
       if ((double)ns / 1e6 > mx) mx = (double)ns / 1e6;
     }
   }
   out->mean_ms = sum / HI_KERNELS;
   out->max_ms = mx;
-  for (int k = 0; k < nev; k++) {
-    grt_event_destroy(ready[k]);
-    grt_event_destroy(done[k]);
+  for (int k = 0; k < HI_KERNELS; k++) {
+    cli_keep(f, "grt_event_destroy", grt_event_destroy(ready[k]));
+    cli_keep(f, "grt_event_destroy", grt_event_destroy(done[k]));
   }
-  for (int i = 0; i < nlow; i++) grt_stream_destroy(low[i]);
-  grt_stream_destroy(hi);
-  grt_exec_destroy(exec);
-  return st;
+  for (int i = 0; i < LOW_STREAMS; i++) cli_keep(f, "grt_stream_destroy", grt_stream_destroy(low[i]));
+  cli_keep(f, "grt_stream_destroy", grt_stream_destroy(hi));
+  cli_keep(f, "grt_exec_destroy", grt_exec_destroy(exec));
+  return f->st;
 }
 
 static const struct option priority_options[] = {
@@ -92,14 +91,16 @@ int grt_demo_priority(int argc, char **argv) {
   }
   if (cli_opts_expect_end(&args)) return 2;
   int least, greatest;
-  grt_exec *probe;
+  grt_exec *probe = NULL;
   grt_exec_config cfg;
   grt_exec_config_default(&cfg);
   cfg.clock = GRT_CLOCK_VIRTUAL;
   cfg.device_capacity = GRT_MiB;
-  if (grt_exec_create(&cfg, &probe)) return 1;
-  grt_exec_stream_priority_range(probe, &least, &greatest);
-  grt_exec_destroy(probe);
+  cli_first f = CLI_FIRST_INIT;
+  if (!cli_keep(&f, "grt_exec_create", grt_exec_create(&cfg, &probe)))
+    cli_keep_exec(&f, probe, "grt_exec_stream_priority_range", grt_exec_stream_priority_range(probe, &least, &greatest));
+  cli_keep(&f, "grt_exec_destroy", grt_exec_destroy(probe));
+  if (f.st) return cli_fail_first("demo priority", &f);
   printf("gpurt demo priority — %d low-priority streams x %d kernels of 1 ms on 2 compute slots;\n"
          "a high stream's %d kernels of 0.2 ms, each ready 3.5 ms after the last; latency ready -> done\n"
          "(priority range [%d, %d]; ideal latency 0.2 ms; no preemption: at most one 1 ms kernel to wait for)\n\n",
@@ -109,10 +110,11 @@ int grt_demo_priority(int argc, char **argv) {
   for (int c = 1; c >= 0; c--)
     for (int p = 0; p < 2; p++) {
       lat l;
-      grt_status st = run_once((grt_clock_kind)c, p ? greatest : least, &l);
-      if (st) {
-        fprintf(stderr, "gpurt demo priority: %s\n", grt_status_str(st));
-        return 1;
+      if (run_once((grt_clock_kind)c, p ? greatest : least, &l, &f)) {
+        char what[96];
+        snprintf(what, sizeof what, "%s clock, high stream at priority %d: %s", c ? "virtual" : "threads",
+                 p ? greatest : least, f.what);
+        return cli_fail_status("demo priority", what, f.st, f.msg);
       }
       printf("  %-8s %-28s %10.3f %10.3f\n", c ? "virtual" : "threads",
              p ? "priority -5 (greatest)" : "priority 0 (same as load)", l.mean_ms, l.max_ms);
