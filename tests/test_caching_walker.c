@@ -35,7 +35,7 @@ static void setup(scene *s) {
   s->rest = s->b->next;
   assert_non_null(s->rest);
   assert_null(s->rest->next);
-  assert_int_equal(s->c->n_segs, 2);
+  assert_int_equal(s->c->segs.n, 2);
   assert_consistent(s->fx.a);
 }
 
@@ -142,7 +142,7 @@ static void test_walker_indexes(void **state) {
   grt__u64map_del(&s.c->active, 0x10);
 
   /* the two segments are sorted by base: make the first run into the second */
-  cseg *first = s.c->segs[0], *second = s.c->segs[1];
+  cseg *first = grt__seg_at(s.c, 0), *second = grt__seg_at(s.c, 1);
   grt_devptr base = second->base;
   second->base = first->base;
   expect_broken(&s, "overlap");

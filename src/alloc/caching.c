@@ -87,50 +87,6 @@ static void pool_free(cpool *p) {
   free(p->streams);
 }
 
-/* ---- segments, sorted by base address ---- */
-
-static size_t seg_lower(const caching *c, grt_devptr addr) {
-  size_t lo = 0, hi = c->n_segs;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (c->segs[mid]->base < addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-grt_status grt__seg_insert(caching *c, cseg *s) {
-  if (c->n_segs == c->cap_segs) {
-    size_t cap = c->cap_segs ? c->cap_segs * 2 : 16;
-    cseg **n = realloc(c->segs, cap * sizeof *n);
-    if (!n) return GRT_ERR_NOMEM;
-    c->segs = n;
-    c->cap_segs = cap;
-  }
-  size_t i = seg_lower(c, s->base);
-  memmove(&c->segs[i + 1], &c->segs[i], (c->n_segs - i) * sizeof *c->segs);
-  c->segs[i] = s;
-  c->n_segs++;
-  return GRT_OK;
-}
-
-void grt__seg_remove(caching *c, cseg *s) {
-  size_t i = seg_lower(c, s->base);
-  if (i < c->n_segs && c->segs[i] == s) {
-    memmove(&c->segs[i], &c->segs[i + 1], (c->n_segs - i - 1) * sizeof *c->segs);
-    c->n_segs--;
-  }
-}
-
-cseg *grt__seg_find(const caching *c, grt_devptr addr) {
-  size_t i = seg_lower(c, addr + 1); /* first segment with base > addr */
-  if (i == 0) return NULL;
-  cseg *s = c->segs[i - 1];
-  return addr < s->base + s->size ? s : NULL;
-}
-
 /* ---- create / destroy ---- */
 
 static grt_status caching_create(grt_allocator *a) {
@@ -163,8 +119,8 @@ static void caching_destroy(grt_allocator *a) {
   for (size_t i = 0; i < c->n_events; i++)
     if (a->cfg.stream_ops && a->cfg.stream_ops->event_destroy)
       a->cfg.stream_ops->event_destroy(a->cfg.stream_ops->ctx, c->events[i].event);
-  for (size_t i = 0; i < c->n_segs; i++) {
-    cseg *s = c->segs[i];
+  for (size_t i = 0; i < c->segs.n; i++) {
+    cseg *s = grt__seg_at(c, i);
     if (s->is_expandable)
       grt__caching_destroy_expandable(a, s);
     else
@@ -184,7 +140,7 @@ static void caching_destroy(grt_allocator *a) {
   pool_free(&c->small);
   pool_free(&c->large);
   grt__u64map_free(&c->active);
-  free(c->segs);
+  grt__segtable_free(&c->segs);
   free(c->events);
   free(c);
 }

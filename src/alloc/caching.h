@@ -15,6 +15,7 @@
 
 #include "alloc/allocator_impl.h"
 #include "alloc/bins.h"
+#include "base/segtable.h"
 #include "base/u64map.h"
 
 typedef struct cpool cpool;
@@ -69,8 +70,7 @@ typedef struct pending_event {
 typedef struct caching {
   cpool small, large;
   grt__u64map active;  /* address -> cblock, allocated or pending */
-  cseg **segs;         /* sorted by base */
-  size_t n_segs, cap_segs;
+  grt__segtable segs;  /* cseg*, by base */
   pending_event *events; /* in record order */
   size_t n_events, cap_events;
   uint64_t total_allocated_memory; /* bytes obtained from the device */
@@ -140,9 +140,15 @@ grt_status grt__caching_snapshot(grt_allocator *a, grt_alloc_snapshot *out);
 grt_status grt__caching_check(grt_allocator *a, char *msg, size_t msg_size);
 grt_status grt__caching_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size, uint64_t *requested);
 
-/* Segment list (caching.c). */
-grt_status grt__seg_insert(caching *c, cseg *s);
-void grt__seg_remove(caching *c, cseg *s);
-cseg *grt__seg_find(const caching *c, grt_devptr addr);
+/* The segment table (base/segtable.h), typed. */
+static inline grt_status grt__seg_reserve(caching *c, size_t n) { return grt__segtable_reserve(&c->segs, n); }
+static inline grt_status grt__seg_insert(caching *c, cseg *s) {
+  return grt__segtable_insert(&c->segs, s->base, s->size, s);
+}
+static inline void grt__seg_remove(caching *c, cseg *s) { grt__segtable_remove(&c->segs, s->base, s); }
+/* The segment holding addr, or NULL. */
+static inline cseg *grt__seg_find(const caching *c, grt_devptr addr) { return grt__segtable_find(&c->segs, addr); }
+/* The i-th segment by address (i < c->segs.n). */
+static inline cseg *grt__seg_at(const caching *c, size_t i) { return grt__segtable_at(&c->segs, i); }
 
 #endif

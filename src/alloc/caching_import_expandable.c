@@ -11,8 +11,10 @@
 #include "alloc/import_expandable.h"
 
 static cseg *find_reservation(caching *c, cpool *pool, grt_stream_id stream) {
-  for (size_t i = 0; i < c->n_segs; i++)
-    if (c->segs[i]->is_expandable && c->segs[i]->pool == pool && c->segs[i]->stream == stream) return c->segs[i];
+  for (size_t i = 0; i < c->segs.n; i++) {
+    cseg *s = grt__seg_at(c, i);
+    if (s->is_expandable && s->pool == pool && s->stream == stream) return s;
+  }
   return NULL;
 }
 

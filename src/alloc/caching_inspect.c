@@ -66,12 +66,13 @@ static grt_block_state state_of(const cblock *b) {
 
 static size_t snapshot_segments_needed(const caching *c) {
   size_t n = 0;
-  for (size_t i = 0; i < c->n_segs; i++) {
-    if (!c->segs[i]->is_expandable) {
+  for (size_t i = 0; i < c->segs.n; i++) {
+    const cseg *s = grt__seg_at(c, i);
+    if (!s->is_expandable) {
       n++;
       continue;
     }
-    for (const cblock *b = c->segs[i]->head; b; b = b->next) /* mapped runs */
+    for (const cblock *b = s->head; b; b = b->next) /* mapped runs */
       n += !b->unmapped && (!b->prev || b->prev->unmapped);
   }
   return n;
@@ -81,8 +82,8 @@ grt_status grt__caching_snapshot(grt_allocator *a, grt_alloc_snapshot *out) {
   caching *c = a->impl;
   out->segments = calloc(snapshot_segments_needed(c) + 1, sizeof *out->segments);
   if (!out->segments) return GRT_ERR_NOMEM;
-  for (size_t i = 0; i < c->n_segs; i++) {
-    const cseg *s = c->segs[i];
+  for (size_t i = 0; i < c->segs.n; i++) {
+    const cseg *s = grt__seg_at(c, i);
     if (s->is_expandable) {
       grt_status st = grt__caching_snapshot_expandable(s, out);
       if (st) return st;
@@ -189,10 +190,10 @@ grt_status grt__caching_check(grt_allocator *a, char *msg, size_t msg_size) {
   recount r;
   memset(&r, 0, sizeof r);
   uint64_t reserved = 0;
-  for (size_t i = 0; i < c->n_segs; i++) {
-    const cseg *s = c->segs[i];
-    if (i > 0 && c->segs[i - 1]->base + c->segs[i - 1]->size > s->base)
-      FAIL("segments 0x%llx and 0x%llx overlap", (unsigned long long)c->segs[i - 1]->base, (unsigned long long)s->base);
+  for (size_t i = 0; i < c->segs.n; i++) {
+    const cseg *s = grt__seg_at(c, i), *prev = i > 0 ? grt__seg_at(c, i - 1) : NULL;
+    if (prev && prev->base + prev->size > s->base)
+      FAIL("segments 0x%llx and 0x%llx overlap", (unsigned long long)prev->base, (unsigned long long)s->base);
     if (!s->head || s->head->ptr != s->base || s->head->prev) FAIL("segment 0x%llx: bad head", (unsigned long long)s->base);
     const cblock *last = NULL;
     for (const cblock *b = s->head; b; b = b->next) {

@@ -36,7 +36,7 @@
 typedef struct ablk ablk;
 
 typedef struct aseg {
-  grt__zseg seg; /* first member: the segment table holds aseg* */
+  grt__zseg seg; /* its range (the segment table keeps a copy) */
   ablk *head;
 } aseg;
 
@@ -51,13 +51,13 @@ struct ablk {
 };
 
 typedef struct apool {
-  grt__zsegs segs;            /* aseg*, by base */
+  grt__segtable segs;         /* aseg*, by base */
   grt__u64map live;           /* address -> allocated ablk */
   grt__bins *free;            /* free blocks keyed (size, address) */
   uint64_t release_threshold; /* bytes */
 } apool;
 
-static aseg *seg_at(const apool *p, size_t i) { return (aseg *)p->segs.v[i]; }
+static aseg *seg_at(const apool *p, size_t i) { return grt__segtable_at(&p->segs, i); }
 static int is_split(const ablk *b) { return b->prev || b->next; }
 static uint64_t reserved_now(const grt_allocator *a) { return (uint64_t)a->stats.reserved_bytes[GRT_STAT_ALL].current; }
 
@@ -83,7 +83,7 @@ static void async_destroy(grt_allocator *a) {
     grt__zoo_device_free(a, s->seg.base, s->seg.size);
     free(s);
   }
-  grt__zsegs_free(&p->segs);
+  grt__segtable_free(&p->segs);
   grt__u64map_free(&p->live);
   grt__bins_destroy(p->free);
   free(p);
@@ -110,7 +110,7 @@ static grt_status new_segment(grt_allocator *a, uint64_t size) {
   apool *p = a->impl;
   aseg *s = calloc(1, sizeof *s);
   ablk *b = calloc(1, sizeof *b);
-  grt_status st = s && b ? grt__zsegs_reserve(&p->segs) : GRT_ERR_NOMEM;
+  grt_status st = s && b ? grt__segtable_reserve(&p->segs, 1) : GRT_ERR_NOMEM;
   if (st == GRT_OK) st = grt__zoo_device_malloc(a, size, &s->seg.base);
   if (st == GRT_OK) {
     *b = (ablk){.ptr = s->seg.base, .size = size, .seg = s};
@@ -123,7 +123,7 @@ static grt_status new_segment(grt_allocator *a, uint64_t size) {
   }
   s->seg.size = size;
   s->head = b;
-  grt__zsegs_insert(&p->segs, &s->seg); /* cannot fail: room reserved */
+  grt__segtable_add(&p->segs, s->seg.base, s->seg.size, s);
   return GRT_OK;
 }
 
@@ -131,7 +131,7 @@ static void release_segment(grt_allocator *a, aseg *s) {
   apool *p = a->impl;
   erase_free(a, s->head);
   free(s->head);
-  grt__zsegs_remove(&p->segs, &s->seg);
+  grt__segtable_remove(&p->segs, s->seg.base, s);
   grt__zoo_device_free(a, s->seg.base, s->seg.size);
   free(s);
 }
@@ -221,7 +221,7 @@ static grt_status async_malloc(grt_allocator *a, uint64_t size, grt_stream_id st
 /* Why ptr is not an allocated block: in free memory, inside a block, or foreign. */
 static grt_status classify(grt_allocator *a, grt_devptr ptr) {
   apool *p = a->impl;
-  const aseg *s = (const aseg *)grt__zsegs_find(&p->segs, ptr);
+  const aseg *s = grt__segtable_find(&p->segs, ptr);
   for (const ablk *b = s ? s->head : NULL; b; b = b->next) {
     if (ptr < b->ptr || ptr - b->ptr >= b->size) continue;
     if (!b->allocated) {

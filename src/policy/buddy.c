@@ -29,7 +29,7 @@
 #define BUDDY_DEFAULT_SEGMENT ((uint64_t)64 << 20)
 
 typedef struct bseg {
-  grt__zseg seg;  /* first member: the segment table holds bseg* */
+  grt__zseg seg;  /* its range (the segment table keeps a copy) */
   unsigned top;   /* seg.size == 2^top */
 } bseg;
 
@@ -44,7 +44,7 @@ struct bbk {
 };
 
 typedef struct buddy {
-  grt__zsegs segs;            /* bseg*, by base */
+  grt__segtable segs;         /* bseg*, by base */
   grt__u64map blocks;         /* address -> bbk, free and live */
   bbk *free_list[BUDDY_ORDERS];
   size_t n_free[BUDDY_ORDERS];
@@ -59,7 +59,7 @@ static unsigned order_for(uint64_t size) {
   return o;
 }
 
-static bseg *seg_at(const buddy *b, size_t i) { return (bseg *)b->segs.v[i]; }
+static bseg *seg_at(const buddy *b, size_t i) { return grt__segtable_at(&b->segs, i); }
 
 static grt_status buddy_create(grt_allocator *a) {
   buddy *b = calloc(1, sizeof *b);
@@ -79,7 +79,7 @@ static void buddy_destroy(grt_allocator *a) {
     grt__zoo_device_free(a, seg_at(b, i)->seg.base, seg_at(b, i)->seg.size);
     free(seg_at(b, i));
   }
-  grt__zsegs_free(&b->segs);
+  grt__segtable_free(&b->segs);
   grt__u64map_free(&b->blocks);
   free(b);
 }
@@ -135,7 +135,7 @@ static grt_status new_segment(grt_allocator *a, unsigned top) {
   buddy *b = a->impl;
   bseg *s = calloc(1, sizeof *s);
   bbk *k = calloc(1, sizeof *k);
-  grt_status st = (s && k) ? grt__zsegs_reserve(&b->segs) : GRT_ERR_NOMEM;
+  grt_status st = (s && k) ? grt__segtable_reserve(&b->segs, 1) : GRT_ERR_NOMEM;
   if (st == GRT_OK) st = grt__zoo_device_malloc(a, bytes_of(top), &s->seg.base);
   if (st == GRT_OK && !grt__u64map_put(&b->blocks, s->seg.base, k)) {
     grt__zoo_device_free(a, s->seg.base, bytes_of(top));
@@ -148,7 +148,7 @@ static grt_status new_segment(grt_allocator *a, unsigned top) {
   }
   s->seg.size = bytes_of(top);
   s->top = top;
-  grt__zsegs_insert(&b->segs, &s->seg); /* cannot fail: room reserved */
+  grt__segtable_add(&b->segs, s->seg.base, s->seg.size, s);
   *k = (bbk){.ptr = s->seg.base, .seg = s, .order = top};
   push_free(a, k);
   return GRT_OK;
@@ -167,7 +167,7 @@ static void release_free_segments(grt_allocator *a) {
     bbk *k = grt__u64map_del(&b->blocks, s->seg.base);
     pop_free(a, k);
     free(k);
-    grt__zsegs_remove(&b->segs, &s->seg);
+    grt__segtable_remove(&b->segs, s->seg.base, s);
     grt__zoo_device_free(a, s->seg.base, s->seg.size);
     free(s);
   }
@@ -238,7 +238,7 @@ static grt_status buddy_malloc(grt_allocator *a, uint64_t size, grt_stream_id st
 /* Why ptr is not a live block: in free memory, inside a live block, or foreign. */
 static grt_status classify(grt_allocator *a, grt_devptr ptr) {
   buddy *b = a->impl;
-  const bseg *s = (const bseg *)grt__zsegs_find(&b->segs, ptr);
+  const bseg *s = grt__segtable_find(&b->segs, ptr);
   for (unsigned o = BUDDY_MIN_ORDER; s && o <= s->top; o++) {
     grt_devptr start = s->seg.base + ((ptr - s->seg.base) & ~(bytes_of(o) - 1));
     const bbk *k = grt__u64map_get(&b->blocks, start);

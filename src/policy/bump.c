@@ -28,7 +28,7 @@
 typedef struct bblock bblock;
 
 typedef struct barena {
-  grt__zseg seg;         /* first member: the segment table holds barena* */
+  grt__zseg seg;         /* its range (the arena table keeps a copy) */
   uint64_t top;          /* bytes handed out since the last reset */
   uint64_t live, live_bytes;
   bblock *head, *tail;   /* live blocks, in address order */
@@ -42,13 +42,13 @@ struct bblock {
 };
 
 typedef struct bump {
-  grt__zsegs arenas;    /* barena*, by base */
+  grt__segtable arenas; /* barena*, by base */
   grt__u64map live;     /* address -> bblock */
   barena *current;      /* the arena served last: tried first */
   uint64_t arena_size;  /* bytes, for new arenas */
 } bump;
 
-static barena *arena_at(const bump *b, size_t i) { return (barena *)b->arenas.v[i]; }
+static barena *arena_at(const bump *b, size_t i) { return grt__segtable_at(&b->arenas, i); }
 
 static grt_status bump_create(grt_allocator *a) {
   bump *b = calloc(1, sizeof *b);
@@ -73,7 +73,7 @@ static void drop_blocks(grt_allocator *a, barena *ar, int count) {
 
 static void release_arena(grt_allocator *a, barena *ar) {
   bump *b = a->impl;
-  grt__zsegs_remove(&b->arenas, &ar->seg);
+  grt__segtable_remove(&b->arenas, ar->seg.base, ar);
   if (b->current == ar) b->current = NULL;
   grt__zoo_device_free(a, ar->seg.base, ar->seg.size);
   free(ar);
@@ -86,7 +86,7 @@ static void bump_destroy(grt_allocator *a) {
     drop_blocks(a, ar, 0);
     release_arena(a, ar);
   }
-  grt__zsegs_free(&b->arenas);
+  grt__segtable_free(&b->arenas);
   grt__u64map_free(&b->live);
   free(b);
 }
@@ -111,14 +111,14 @@ static barena *find_room(bump *b, uint64_t size) {
 static grt_status new_arena(grt_allocator *a, uint64_t size, barena **out) {
   bump *b = a->impl;
   barena *ar = calloc(1, sizeof *ar);
-  grt_status st = ar ? grt__zsegs_reserve(&b->arenas) : GRT_ERR_NOMEM;
+  grt_status st = ar ? grt__segtable_reserve(&b->arenas, 1) : GRT_ERR_NOMEM;
   if (st == GRT_OK) st = grt__zoo_device_malloc(a, size, &ar->seg.base);
   if (st) {
     free(ar);
     return st;
   }
   ar->seg.size = size;
-  grt__zsegs_insert(&b->arenas, &ar->seg); /* cannot fail: room reserved */
+  grt__segtable_add(&b->arenas, ar->seg.base, ar->seg.size, ar);
   *out = ar;
   return GRT_OK;
 }
@@ -171,7 +171,7 @@ static grt_status bump_malloc(grt_allocator *a, uint64_t size, grt_stream_id str
 /* Why ptr is not a live block: inside one, in dead arena memory, or foreign. */
 static grt_status classify(grt_allocator *a, grt_devptr ptr) {
   bump *b = a->impl;
-  barena *ar = (barena *)grt__zsegs_find(&b->arenas, ptr);
+  barena *ar = grt__segtable_find(&b->arenas, ptr);
   if (!ar) {
     grt__alloc_set_error(a, "0x%llx was not returned by this allocator", (unsigned long long)ptr);
     return GRT_ERR_UNKNOWN_POINTER;

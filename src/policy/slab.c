@@ -46,14 +46,14 @@ typedef struct spage {
 } spage;
 
 typedef struct sseg {
-  grt__zseg seg; /* first member: the segment table holds sseg* */
+  grt__zseg seg; /* its range (the segment table keeps a copy) */
   size_t n_pages, n_used;
   spage *pages;
   struct sseg *undo; /* segments added by the malloc in progress */
 } sseg;
 
 typedef struct slab {
-  grt__zsegs segs;       /* sseg*, by base */
+  grt__segtable segs;    /* sseg*, by base */
   grt__u64map live;      /* handle -> salloc */
   grt__bins *virt;       /* live virtual handles, keyed (0, handle): address order */
   grt_devptr *stack;     /* free pages */
@@ -64,10 +64,10 @@ typedef struct slab {
   grt_devptr virt_next;  /* the next virtual handle */
 } slab;
 
-static sseg *seg_at(const slab *s, size_t i) { return (sseg *)s->segs.v[i]; }
+static sseg *seg_at(const slab *s, size_t i) { return grt__segtable_at(&s->segs, i); }
 
 static spage *page_of(const slab *s, grt_devptr addr, sseg **seg_out) {
-  sseg *g = (sseg *)grt__zsegs_find(&s->segs, addr);
+  sseg *g = grt__segtable_find(&s->segs, addr);
   if (seg_out) *seg_out = g;
   return g ? &g->pages[(addr - g->seg.base) / s->page_size] : NULL;
 }
@@ -126,7 +126,7 @@ static grt_status add_segment(grt_allocator *a, size_t n_pages, sseg **out) {
   }
   sseg *g = calloc(1, sizeof *g);
   spage *pages = calloc(n_pages, sizeof *pages);
-  grt_status st = g && pages ? grt__zsegs_reserve(&s->segs) : GRT_ERR_NOMEM;
+  grt_status st = g && pages ? grt__segtable_reserve(&s->segs, 1) : GRT_ERR_NOMEM;
   if (st == GRT_OK) st = grt__zoo_device_malloc(a, n_pages * s->page_size, &g->seg.base);
   if (st) {
     free(g);
@@ -137,7 +137,7 @@ static grt_status add_segment(grt_allocator *a, size_t n_pages, sseg **out) {
   g->n_pages = n_pages;
   g->pages = pages;
   s->n_pages += n_pages;
-  grt__zsegs_insert(&s->segs, &g->seg); /* cannot fail: room reserved */
+  grt__segtable_add(&s->segs, g->seg.base, g->seg.size, g);
   for (size_t i = 0; i < n_pages; i++) push_page(s, g->seg.base + i * s->page_size, &pages[i]);
   *out = g;
   return GRT_OK;
@@ -147,7 +147,7 @@ static void release_segment(grt_allocator *a, sseg *g) {
   slab *s = a->impl;
   for (size_t i = 0; i < g->n_pages; i++)
     if (g->pages[i].stack_pos != NOT_STACKED) unstack(s, g->pages[i].stack_pos);
-  grt__zsegs_remove(&s->segs, &g->seg);
+  grt__segtable_remove(&s->segs, g->seg.base, g);
   s->n_pages -= g->n_pages;
   grt__zoo_device_free(a, g->seg.base, g->seg.size);
   free(g->pages);
@@ -164,7 +164,7 @@ static void slab_destroy(grt_allocator *a) {
     for (size_t i = 0; i < g->n_pages; i++) g->pages[i].owner = NULL;
     release_segment(a, g);
   }
-  grt__zsegs_free(&s->segs);
+  grt__segtable_free(&s->segs);
   grt__u64map_free(&s->live);
   grt__bins_destroy(s->virt);
   free(s->stack);
@@ -359,7 +359,7 @@ static grt_status check_alloc(const slab *s, const salloc *al, grt__zoo_recount 
     GRT__ZOO_FAIL("allocation 0x%llx: bad handle", (unsigned long long)al->handle);
   for (size_t i = 0; i < al->n_pages; i++) {
     const spage *p = page_of(s, al->pages[i], NULL);
-    if (!p || (al->pages[i] - ((const sseg *)grt__zsegs_find(&s->segs, al->pages[i]))->seg.base) % s->page_size)
+    if (!p || (al->pages[i] - ((const sseg *)grt__segtable_find(&s->segs, al->pages[i]))->seg.base) % s->page_size)
       GRT__ZOO_FAIL("allocation 0x%llx: page %zu at 0x%llx is not a page", (unsigned long long)al->handle, i,
                     (unsigned long long)al->pages[i]);
     if (p->owner != al || p->index != i || p->stack_pos != NOT_STACKED)

@@ -1,64 +1,10 @@
-/* zoo.c — shared plumbing of the zoo policies (see zoo.h): the sorted segment
- * table, device segments with their counters, block accounting, the OOM
- * message, the recount comparison and the public-entry lock helpers. */
+/* zoo.c — shared plumbing of the zoo policies (see zoo.h): device segments
+ * with their counters, block accounting, the OOM message, the recount
+ * comparison and the public-entry lock helpers. */
 #include <assert.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "policy/zoo.h"
-
-/* ---- segment table ---- */
-
-static size_t seg_lower(const grt__zsegs *t, grt_devptr addr) {
-  size_t lo = 0, hi = t->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (t->v[mid]->base < addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-grt_status grt__zsegs_reserve(grt__zsegs *t) {
-  if (t->n < t->cap) return GRT_OK;
-  size_t cap = t->cap ? t->cap * 2 : 16;
-  grt__zseg **v = realloc(t->v, cap * sizeof *v);
-  if (!v) return GRT_ERR_NOMEM;
-  t->v = v;
-  t->cap = cap;
-  return GRT_OK;
-}
-
-grt_status grt__zsegs_insert(grt__zsegs *t, grt__zseg *s) {
-  grt_status st = grt__zsegs_reserve(t);
-  if (st) return st;
-  size_t i = seg_lower(t, s->base);
-  memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof *t->v);
-  t->v[i] = s;
-  t->n++;
-  return GRT_OK;
-}
-
-void grt__zsegs_remove(grt__zsegs *t, const grt__zseg *s) {
-  size_t i = seg_lower(t, s->base);
-  if (i == t->n || t->v[i] != s) return;
-  memmove(&t->v[i], &t->v[i + 1], (t->n - i - 1) * sizeof *t->v);
-  t->n--;
-}
-
-grt__zseg *grt__zsegs_find(const grt__zsegs *t, grt_devptr addr) {
-  size_t i = seg_lower(t, addr + 1); /* first base > addr */
-  if (i == 0) return NULL;
-  grt__zseg *s = t->v[i - 1];
-  return addr - s->base < s->size ? s : NULL;
-}
-
-void grt__zsegs_free(grt__zsegs *t) {
-  free(t->v);
-  memset(t, 0, sizeof *t);
-}
 
 /* ---- device segments and accounting ---- */
 

@@ -1,7 +1,8 @@
 /* zoo.h — shared plumbing of the zoo policies ("bump", "buddy", "slab",
- * "async"): a segment table, statistics accounting, the OOM message, the
- * recount comparison of the structure walkers and the entry/exit of the
- * policy-specific public functions (internal).
+ * "async"): device segments (each policy keeps its own in a base/segtable.h
+ * table), statistics accounting, the OOM message, the recount comparison of
+ * the structure walkers and the entry/exit of the policy-specific public
+ * functions (internal).
  *
  * Statistics convention of the zoo: there is one pool per allocator, so every
  * count goes to GRT_STAT_ALL and GRT_STAT_LARGE_POOL (the small pool stays 0);
@@ -16,29 +17,16 @@
 #include <stdio.h>
 
 #include "alloc/allocator_impl.h"
+#include "base/segtable.h"
 #include "gpurt/policy.h"
 
 #define GRT__ZOO_POOL GRT_STAT_LARGE_POOL
 
-/* A device segment; each policy's segment struct embeds it as its first member. */
+/* A device segment's range; each policy's segment struct embeds one. */
 typedef struct grt__zseg {
   grt_devptr base;
   uint64_t size;
 } grt__zseg;
-
-/* Segments sorted by base (they never overlap: the device hands them out). */
-typedef struct grt__zsegs {
-  grt__zseg **v;
-  size_t n, cap;
-} grt__zsegs;
-
-/* Room for one more entry, so that the next insert cannot fail. */
-grt_status grt__zsegs_reserve(grt__zsegs *t);
-grt_status grt__zsegs_insert(grt__zsegs *t, grt__zseg *s);
-void grt__zsegs_remove(grt__zsegs *t, const grt__zseg *s);
-/* The segment containing addr, or NULL. */
-grt__zseg *grt__zsegs_find(const grt__zsegs *t, grt_devptr addr);
-void grt__zsegs_free(grt__zsegs *t);
 
 /* Device malloc of one segment, counted (segment, reserved_bytes, num_device_alloc). */
 grt_status grt__zoo_device_malloc(grt_allocator *a, uint64_t size, grt_devptr *out);
