@@ -6,12 +6,13 @@
  * stream, every op including zero-length event markers) and "engines" (a track
  * per engine slot, timed ops only); each dep becomes a flow arrow from the end
  * of the source op to the start of the waiting op. JSON is written by hand;
- * every string goes through json_str, which escapes quotes, backslashes and
- * control characters.
+ * every string goes through json_str (base/json.h), which escapes quotes,
+ * backslashes and control characters (each as \u00XX).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "exec/exec_impl.h"
 
 static const char *const kind_names[] = {"kernel", "memcpy H2D", "memcpy D2H", "memcpy D2D", "memset",
@@ -62,15 +63,9 @@ void grt__timeline_free(grt_exec *exec) {
   exec->trace_n = exec->trace_cap = exec->flows_n = exec->flows_cap = 0;
 }
 
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-    else fputc(*p, f);
-  }
-  fputc('"', f);
-}
+static void put_file(void *f, const char *s, size_t n) { fwrite(s, 1, n, f); }
+
+static void json_str(FILE *f, const char *s) { grt__json_write_string(s, 0, put_file, f); }
 
 /* Microseconds with ns precision, as trace-event "ts" expects. */
 static void json_us(FILE *f, uint64_t ns) {

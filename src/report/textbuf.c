@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "gpurt/report.h"
 
 static int reserve(grt__textbuf *tb, size_t extra) {
@@ -59,23 +60,10 @@ void grt__textbuf_printf(grt__textbuf *tb, const char *fmt, ...) {
   tb->len += (size_t)n;
 }
 
+static void put_text(void *tb, const char *s, size_t n) { grt__textbuf_putn(tb, s, n); }
+
 void grt__textbuf_json_string(grt__textbuf *tb, const char *s) {
-  grt__textbuf_putn(tb, "\"", 1);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    switch (*p) {
-      case '"': grt__textbuf_putn(tb, "\\\"", 2); break;
-      case '\\': grt__textbuf_putn(tb, "\\\\", 2); break;
-      case '\n': grt__textbuf_putn(tb, "\\n", 2); break;
-      case '\r': grt__textbuf_putn(tb, "\\r", 2); break;
-      case '\t': grt__textbuf_putn(tb, "\\t", 2); break;
-      default:
-        if (*p < 0x20)
-          grt__textbuf_printf(tb, "\\u%04x", *p);
-        else
-          grt__textbuf_putn(tb, (const char *)p, 1);
-    }
-  }
-  grt__textbuf_putn(tb, "\"", 1);
+  grt__json_write_string(s, GRT__JSON_SHORT_ESCAPES, put_text, tb);
 }
 
 grt_status grt__textbuf_finish(grt__textbuf *tb, char **out, size_t *len) {
