@@ -57,6 +57,13 @@ static void row(const opts *o, const char *workload, const char *alloc, double n
   printf("\n");
 }
 
+/* Reports a benchmark's failure: "gpurt bench: W1 caching: CALL: NAME (message)"; returns 1. */
+static int bench_failed(const char *workload, const char *alloc, const cli_first *f) {
+  char what[128];
+  snprintf(what, sizeof what, "%s %s: %s", workload, alloc, f->what);
+  return cli_fail_status("bench", what, f->st, f->msg);
+}
+
 static int churn(const opts *o, const char *workload, int pressure) {
   grt__churn_config cfg;
   if (pressure)
@@ -70,13 +77,19 @@ static int churn(const opts *o, const char *workload, int pressure) {
   size_t nk = 0;
   for (int k = GRT__WALLOC_BINS; k < GRT__WALLOC_COUNT; k++)
     if (!pressure || k != GRT__WALLOC_HARNESS) kinds[nk++] = (grt__workload_allocator)k;
-  if (grt__churn_run_interleaved(&cfg, kinds, nk, res)) return 1;
+  grt_status st = grt__churn_run_interleaved(&cfg, kinds, nk, res);
+  if (st) {
+    char what[64];
+    snprintf(what, sizeof what, "%s range allocators: grt__churn_run_interleaved", workload);
+    return cli_fail_status("bench", what, st, NULL);
+  }
   for (size_t k = 0; k < nk; k++)
     row(o, workload, grt__workload_allocator_name(kinds[k]), pressure ? -1 : res[k].ns_per_pair,
         (int64_t)res[k].failures, pressure ? (int64_t)res[k].failures_with_hole : -1);
   for (size_t p = 0; p < N_POLICIES; p++) {
     policy_churn_result r;
-    if (bench_policy_churn(&cfg, policies[p], &r)) return 1;
+    cli_first f;
+    if (bench_policy_churn(&cfg, policies[p], &r, &f)) return bench_failed(workload, policies[p], &f);
     row(o, workload, policies[p], pressure ? -1 : r.ns_per_pair, (int64_t)r.failures,
         pressure ? (int64_t)r.failures_with_hole : -1);
   }
@@ -86,7 +99,8 @@ static int churn(const opts *o, const char *workload, int pressure) {
 static int demo1(const opts *o) {
   for (size_t p = 0; p < N_POLICIES; p++) {
     demo1_result r;
-    if (bench_demo1(policies[p], &r)) return 1;
+    cli_first f;
+    if (bench_demo1(policies[p], &r, &f)) return bench_failed("demo1", policies[p], &f);
     if (o->json) {
       printf("{\"workload\":\"demo1\",\"allocator\":\"%s\",\"failures\":%llu,\"big_alloc_ok\":%s,"
              "\"largest_free\":%llu,\"device_mallocs\":%llu}\n",
@@ -130,9 +144,11 @@ static const char *w3_row_name(size_t i) {
  * allocations and completed frees (rows 0..W3_NRANGE-1). */
 static int w3_ranges_trace(const grt_trace *t, double *logsum) {
   grt_trace_info info;
-  grt_trace_get_info(t, &info);
+  grt_status got = grt_trace_get_info(t, &info);
+  if (got) return cli_fail_status("bench", "W3: grt_trace_get_info", got, NULL);
   grt__lifetime_op *ops = malloc((info.n_events ? info.n_events : 1) * sizeof *ops);
   if (!ops || info.n_ids > UINT32_MAX) {
+    fprintf(stderr, "gpurt bench: W3: %s\n", ops ? "more than 2^32 allocation ids" : "out of memory");
     free(ops);
     return 1;
   }
@@ -195,7 +211,8 @@ static int w3(const opts *o) {
   for (int i = 0; i < n && !rc; i++) {
     grt_trace *t = cli_load_trace("bench", paths[i], 0);
     rc = !t || w3_trace(t, paths[i], logsum, missing);
-    grt_trace_destroy(t);
+    grt_status st = grt_trace_destroy(t);
+    if (st && !rc) rc = cli_fail_status("bench", "W3: grt_trace_destroy", st, NULL);
   }
   for (int i = 0; i < n; i++) free(paths[i]);
   if (rc) return 1;
@@ -232,7 +249,9 @@ static int threads(const opts *o) {
   for (uint32_t r = 0; r < 5 * o->runs; r++)
     for (int p = 0; p < NPOL; p++) {
       double x, y;
-      if (bench_threads(pols[p], 1, o->iterations, &x) || bench_threads(pols[p], 2, o->iterations, &y)) return 1;
+      cli_first f;
+      if (bench_threads(pols[p], 1, o->iterations, &x, &f) || bench_threads(pols[p], 2, o->iterations, &y, &f))
+        return bench_failed("threads", pols[p], &f);
       if (x > one[p]) one[p] = x;
       if (y > two[p]) two[p] = y;
     }
