@@ -47,8 +47,6 @@ void grt__replay_ids_free(grt__replay_ids *t) {
 }
 
 grt_status grt__replay_ids_grow(grt__replay_ids *t) {
-  if (!grt__u64map_reserve(&t->map, t->map.count + 1)) return GRT_ERR_NOMEM;
-  if (t->n_free || t->next < t->cap_free) return GRT_OK;
   /* a new slot: the free list keeps room for every slot, so a remove never allocates */
   size_t cap = t->cap_free ? t->cap_free * 2 : 1024;
   uint64_t *f = realloc(t->free, cap * sizeof *f);

@@ -39,14 +39,14 @@ static inline bool grt__replay_ids_find(const grt__replay_ids *t, uint64_t id, u
 static inline uint64_t grt__replay_ids_peek(const grt__replay_ids *t) {
   return t->n_free ? t->free[t->n_free - 1] : t->next;
 }
-/* The slow half of grt__replay_ids_reserve: grows the map or the free list. */
+/* The slow half of grt__replay_ids_reserve: grows the free list. */
 grt_status grt__replay_ids_grow(grt__replay_ids *t);
 /* Room for one more live id: the next add cannot fail (nor can removes).
  * The map keeps room for as many ids again as are live, so it stays under
  * 3/8 full: every free erases, and an erase walks the rest of its probe run. */
 static inline grt_status grt__replay_ids_reserve(grt__replay_ids *t) {
-  bool map_room = t->map.slots && (2 * t->map.count + 1) * 4 <= (t->map.mask + 1) * 3;
-  if (map_room && (t->n_free || t->next < t->cap_free)) return GRT_OK;
+  if (!grt__u64map_reserve(&t->map, t->map.count + 1)) return GRT_ERR_NOMEM;
+  if (t->n_free || t->next < t->cap_free) return GRT_OK;
   return grt__replay_ids_grow(t);
 }
 /* Makes id (not live; room reserved) live in grt__replay_ids_peek's slot, which it returns. */
