@@ -20,8 +20,7 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static grt_status new_pair(const char *policy, uint64_t capacity, grt_device **dev, grt_allocator **a,
-                           cli_first *err) {
+static grt_status new_pair(const char *policy, uint64_t capacity, grt_device **dev, grt_allocator **a, cli_first *err) {
   grt_device_config dc;
   grt_device_config_default(&dc);
   dc.capacity = capacity;
@@ -144,7 +143,8 @@ static void *churn_thread(void *arg) {
   for (uint64_t i = 0; i < w->pairs; i++) {
     int k = (int)(i & 15);
     if (live[k] && cli_keep(&w->err, "grt_alloc_free", grt_alloc_free(w->a, live[k]))) break;
-    if (cli_keep(&w->err, "grt_alloc_malloc", grt_alloc_malloc(w->a, 512 + grt__rng_below(&r, 64 * 1024), w->stream, &live[k]))) {
+    if (cli_keep(&w->err, "grt_alloc_malloc",
+                 grt_alloc_malloc(w->a, 512 + grt__rng_below(&r, 64 * 1024), w->stream, &live[k]))) {
       live[k] = 0;
       break;
     }

@@ -41,8 +41,7 @@ static int demo1_row(const char *label, int grouped) {
   for (int i = 0; i < 16 && !f.st; i++)
     if (!cli_keep(&f, "grt_device_malloc", dev_malloc(dev, 8 * MB, &keep[i])) && !grouped)
       cli_keep(&f, "grt_device_malloc", dev_malloc(dev, 8 * MB, &temp[i]));
-  for (int i = 0; grouped && i < 16 && !f.st; i++)
-    cli_keep(&f, "grt_device_malloc", dev_malloc(dev, 8 * MB, &temp[i]));
+  for (int i = 0; grouped && i < 16 && !f.st; i++) cli_keep(&f, "grt_device_malloc", dev_malloc(dev, 8 * MB, &temp[i]));
   for (int i = 0; i < 16 && !f.st; i++)
     if (!cli_keep(&f, "grt_device_free", grt_device_free(dev, temp[i]))) temp[i] = 0;
   grt_device_stats s;

@@ -180,8 +180,7 @@ static int run(unsigned steps, uint64_t seed) {
   /* Teardown, after a failure too. */
   for (unsigned i = 0; i < N_BUCKETS; i++) {
     cli_keep(&f, "grt_graph_exec_destroy", grt_graph_exec_destroy(bs[i].ge));
-    if (bs[i].eager_buf)
-      cli_keep_exec(&f, exec, "grt_exec_device_free", grt_exec_device_free(exec, bs[i].eager_buf));
+    if (bs[i].eager_buf) cli_keep_exec(&f, exec, "grt_exec_device_free", grt_exec_device_free(exec, bs[i].eager_buf));
   }
   cli_keep(&f, "grt_stream_destroy", grt_stream_destroy(s));
   cli_keep(&f, "grt_exec_destroy", grt_exec_destroy(exec));

@@ -39,7 +39,8 @@ static grt_status run_once(grt_clock_kind clock, int hi_prio, lat *out, cli_firs
   grt_event *ready[HI_KERNELS] = {0}, *done[HI_KERNELS] = {0};
   for (int i = 0; i < LOW_STREAMS && !f->st; i++)
     cli_keep_exec(f, exec, "grt_stream_create", grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &low[i]));
-  if (!f->st) cli_keep_exec(f, exec, "grt_stream_create", grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, hi_prio, &hi));
+  if (!f->st)
+    cli_keep_exec(f, exec, "grt_stream_create", grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, hi_prio, &hi));
   for (int k = 0; k < HI_KERNELS && !f->st; k++)
     if (!cli_keep_exec(f, exec, "grt_event_create", grt_event_create(exec, 0, &ready[k])))
       cli_keep_exec(f, exec, "grt_event_create", grt_event_create(exec, 0, &done[k]));
@@ -98,7 +99,8 @@ int grt_demo_priority(int argc, char **argv) {
   cfg.device_capacity = GRT_MiB;
   cli_first f = CLI_FIRST_INIT;
   if (!cli_keep(&f, "grt_exec_create", grt_exec_create(&cfg, &probe)))
-    cli_keep_exec(&f, probe, "grt_exec_stream_priority_range", grt_exec_stream_priority_range(probe, &least, &greatest));
+    cli_keep_exec(&f, probe, "grt_exec_stream_priority_range",
+                  grt_exec_stream_priority_range(probe, &least, &greatest));
   cli_keep(&f, "grt_exec_destroy", grt_exec_destroy(probe));
   if (f.st) return cli_fail_first("demo priority", &f);
   printf("gpurt demo priority — %d low-priority streams x %d kernels of 1 ms on 2 compute slots;\n"

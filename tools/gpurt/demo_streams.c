@@ -196,8 +196,8 @@ static int s3_clock(const char *dir, grt_clock_kind clock) {
       }
       if (!f.st && !got) printf("  %-8s sanitizer: %s\n", clock_name(clock), rep.text);
       if (!f.st && !cli_keep_exec(&f, exec, "grt__lifetime_run", grt__lifetime_run(&lt, 1, &gated, 99, &c1))) {
-        printf("  %-8s gated run (writer lands first): host-order free %s, stream-ordered free %s\n",
-               clock_name(clock), c0 ? "CORRUPTED (checksum mismatch)" : "clean", c1 ? "CORRUPTED" : "clean");
+        printf("  %-8s gated run (writer lands first): host-order free %s, stream-ordered free %s\n", clock_name(clock),
+               c0 ? "CORRUPTED (checksum mismatch)" : "clean", c1 ? "CORRUPTED" : "clean");
         saved = save(exec, dir, "s3_lifetime", clock);
       }
     }
