@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_status.h"
 #include "replay_run.h"
 #include "replay_util.h"
 
@@ -50,17 +51,17 @@ static int run_all(char **paths, int n_paths, const char **policies, int n_pol, 
     grt_trace *tr = cli_load_trace("compare", paths[t], base->device);
     if (!tr) return 1;
     grt_trace_info info;
-    grt_trace_get_info(tr, &info);
-    if (info.format != GRT_TRACE_FORMAT_MINIMALLOC) *all_minimalloc = false;
-    for (int p = 0; p < n_pol; p++) {
+    grt_status st = grt_trace_get_info(tr, &info);
+    int rc = st ? cli_fail_status("compare", "grt_trace_get_info", st, NULL) : 0;
+    if (!rc && info.format != GRT_TRACE_FORMAT_MINIMALLOC) *all_minimalloc = false;
+    for (int p = 0; p < n_pol && !rc; p++) {
       cli_run_opts o = *base;
       o.policy = policies[p];
-      if (cli_run_loaded(tr, paths[t], &o, &runs[t * n_pol + p])) {
-        grt_trace_destroy(tr);
-        return 1;
-      }
+      rc = cli_run_loaded(tr, paths[t], &o, &runs[t * n_pol + p]); /* reports its failure */
     }
-    grt_trace_destroy(tr);
+    st = grt_trace_destroy(tr);
+    if (st && !rc) rc = cli_fail_status("compare", "grt_trace_destroy", st, NULL); /* else: the first is reported */
+    if (rc) return rc;
   }
   return 0;
 }

@@ -6,30 +6,25 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "cli_status.h"
 #include "replay_run.h"
 #include "replay_util.h"
 
-int cli_fidelity(const char *path, int device, const char *html) {
-  if (html) {
-    fprintf(stderr, "gpurt replay: --fidelity prints a text report; for the HTML report run without --fidelity\n");
-    return 2;
-  }
-  grt_trace *t = cli_load_trace("replay", path, device);
-  if (!t) return 1;
+/* The report on a loaded trace; 0, or the exit status after reporting why not. */
+static int fidelity_loaded(const grt_trace *t, const char *path) {
   grt_trace_info info;
-  grt_trace_get_info(t, &info);
+  grt_status st = grt_trace_get_info(t, &info);
+  if (st) return cli_fail_status("replay --fidelity", "grt_trace_get_info", st, NULL);
   if (info.format != GRT_TRACE_FORMAT_PYTORCH) {
     fprintf(stderr, "gpurt replay --fidelity: %s is a %s trace; fidelity needs a PyTorch snapshot (recorded addresses)\n",
             cli_basename(path), grt_trace_format_name(info.format));
-    grt_trace_destroy(t);
     return 2;
   }
   grt_fidelity_report rep;
   char err[512];
-  grt_status st = grt_replay_fidelity(t, &rep, err, sizeof err);
+  st = grt_replay_fidelity(t, &rep, err, sizeof err);
   if (st) {
     fprintf(stderr, "gpurt replay --fidelity: %s: %s (%s)\n", cli_basename(path), err, grt_status_str(st));
-    grt_trace_destroy(t);
     return 1;
   }
   printf("gpurt replay --fidelity: %s (device %d, %zu events)\n", cli_basename(path), info.device, info.n_events);
@@ -59,6 +54,18 @@ int cli_fidelity(const char *path, int device, const char *html) {
   }
   double pct = rep.allocs ? 100.0 * (double)rep.exact / (double)rep.allocs : 100.0;
   printf("exact-address match: %" PRIu64 "/%" PRIu64 " (%.2f%%)\n", rep.exact, rep.allocs, pct);
-  grt_trace_destroy(t);
   return 0;
+}
+
+int cli_fidelity(const char *path, int device, const char *html) {
+  if (html) {
+    fprintf(stderr, "gpurt replay: --fidelity prints a text report; for the HTML report run without --fidelity\n");
+    return 2;
+  }
+  grt_trace *t = cli_load_trace("replay", path, device);
+  if (!t) return 1;
+  int rc = fidelity_loaded(t, path);
+  grt_status st = grt_trace_destroy(t);
+  if (st && !rc) rc = cli_fail_status("replay --fidelity", "grt_trace_destroy", st, NULL); /* else: reported */
+  return rc;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli_status.h"
 #include "replay_util.h"
 
 #define SEARCH_AUTO_MAX_EVENTS 2000000u
@@ -37,6 +38,13 @@ static int report_error(const char *path, grt_replay *r, grt_status st) {
   return 1;
 }
 
+/* "gpurt replay: TRACE: CALL: NAME (message)"; returns 1. */
+static int report_first(const char *path, const cli_first *f) {
+  char what[320];
+  snprintf(what, sizeof what, "%s: %s", cli_basename(path), f->what);
+  return cli_fail_status("replay", what, f->st, f->msg);
+}
+
 typedef struct snap_ctx {
   cli_run *run;
   cli_progress *progress;
@@ -45,23 +53,27 @@ typedef struct snap_ctx {
 static grt_status take_snaps(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index) {
   snap_ctx *s = ctx;
   (void)ev;
-  if (index == s->run->peak_event && !s->run->at_peak) grt_alloc_snapshot_take(grt_replay_allocator(r), &s->run->at_peak);
-  if (s->run->sum.has_oom && index == s->run->oom_event && !s->run->at_oom)
-    grt_alloc_snapshot_take(grt_replay_allocator(r), &s->run->at_oom);
-  return GRT_OK;
+  grt_status st = GRT_OK;
+  if (index == s->run->peak_event && !s->run->at_peak)
+    st = grt_alloc_snapshot_take(grt_replay_allocator(r), &s->run->at_peak);
+  if (!st && s->run->sum.has_oom && index == s->run->oom_event && !s->run->at_oom)
+    st = grt_alloc_snapshot_take(grt_replay_allocator(r), &s->run->at_oom);
+  return st; /* a failure stops the replay, which returns it */
 }
 
-static int second_pass(const grt_trace *t, const grt_replay_config *base, cli_run *run) {
+/* Replays t again to take the segment maps at the peak and the first OOM; a
+ * failure goes to *f. */
+static void second_pass(const grt_trace *t, const grt_replay_config *base, cli_run *run, cli_first *f) {
   grt_replay_config c = *base;
   snap_ctx sc = {run, NULL};
   c.record_series = false;
   c.on_step = take_snaps;
   c.step_ctx = &sc;
   grt_replay *r;
-  if (grt_replay_open(t, &c, &r)) return 0;
-  grt_replay_run(r);
-  grt_replay_destroy(r);
-  return 0;
+  if (cli_keep(f, "grt_replay_open (snapshot pass)", grt_replay_open(t, &c, &r))) return;
+  if (cli_keep(f, "grt_replay_run (snapshot pass)", grt_replay_run(r)))
+    snprintf(f->msg, sizeof f->msg, "%s", grt_replay_last_error(r));
+  cli_keep(f, "grt_replay_destroy", grt_replay_destroy(r));
 }
 
 int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, cli_run *run) {
@@ -69,7 +81,8 @@ int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, 
   run->trace_path = path;
   snprintf(run->policy, sizeof run->policy, "%s", o->policy);
   grt_trace_info info;
-  grt_trace_get_info(t, &info);
+  cli_first f = CLI_FIRST_INIT;
+  if (cli_keep(&f, "grt_trace_get_info", grt_trace_get_info(t, &info))) return report_first(path, &f);
   run->format = grt_trace_format_name(info.format);
   run->n_events = info.n_events;
   grt_replay_config c;
@@ -89,19 +102,15 @@ int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, 
   }
   st = grt_replay_run(r);
   cli_progress_done(&prog);
-  if (st) {
-    int rc = report_error(path, r, st);
-    grt_replay_destroy(r);
-    return rc;
-  }
-  grt_replay_get_summary(r, &run->sum);
+  if (cli_keep(&f, "grt_replay_run", st)) report_error(path, r, st); /* now: its message goes with r */
+  if (!f.st) cli_keep(&f, "grt_replay_get_summary", grt_replay_get_summary(r, &run->sum));
   run->recorded = c.placement == GRT_REPLAY_PLACE_RECORDED ||
                   (c.placement == GRT_REPLAY_PLACE_AUTO && !strcmp(o->policy, "caching") &&
                    info.format == GRT_TRACE_FORMAT_PYTORCH);
-  const grt_replay_sample *s;
-  size_t n;
-  grt_replay_series(r, &s, &n);
-  if (o->series && n) {
+  const grt_replay_sample *s = NULL;
+  size_t n = 0;
+  if (!f.st) cli_keep(&f, "grt_replay_series", grt_replay_series(r, &s, &n));
+  if (!f.st && o->series && n) {
     run->samples = malloc(n * sizeof *s);
     if (run->samples) {
       memcpy(run->samples, s, n * sizeof *s);
@@ -109,12 +118,16 @@ int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, 
       run->have_series = true;
     }
   }
-  grt_replay_destroy(r);
+  cli_keep(&f, "grt_replay_destroy", grt_replay_destroy(r));
   run->peak_event = run->sum.peak_reserved_event;
   run->oom_event = run->sum.first_oom_event;
-  if (o->snapshots && run->have_series) {
+  if (!f.st && o->snapshots && run->have_series) {
     c.on_step = NULL;
-    second_pass(t, &c, run);
+    second_pass(t, &c, run, &f);
+  }
+  if (f.st) {
+    cli_run_free(run);
+    return st ? 1 : report_first(path, &f); /* a failed run was reported above */
   }
   bool search = o->search == 1 || (o->search == -1 && info.n_events < SEARCH_AUTO_MAX_EVENTS);
   if (search) {
@@ -155,7 +168,7 @@ static int stream_run(const char *path, const cli_run_opts *o, cli_run *run) {
   }
   if (st) {
     char msg[600];
-    grt_trace_error_format(&err, msg, sizeof msg);
+    if (grt_trace_error_format(&err, msg, sizeof msg)) snprintf(msg, sizeof msg, "%s", cli_basename(path));
     fprintf(stderr, "gpurt replay: %s (%s)\n", msg, grt_status_str(st));
     return 1;
   }
@@ -172,7 +185,11 @@ int cli_run_trace(const char *path, const cli_run_opts *o, cli_run *run) {
   grt_trace *t = cli_load_trace("replay", path, o->device);
   if (!t) return 1;
   int rc = cli_run_loaded(t, path, o, run);
-  grt_trace_destroy(t);
+  grt_status st = grt_trace_destroy(t);
+  if (st && !rc) {
+    cli_run_free(run);
+    rc = cli_fail_status("replay", "grt_trace_destroy", st, NULL);
+  }
   return rc;
 }
 

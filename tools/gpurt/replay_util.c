@@ -16,7 +16,7 @@ grt_trace *cli_load_trace(const char *cmd, const char *path, int device) {
   grt_status st = grt_trace_load(path, &cfg, &t, &err);
   if (st) {
     char msg[600];
-    grt_trace_error_format(&err, msg, sizeof msg);
+    if (grt_trace_error_format(&err, msg, sizeof msg)) snprintf(msg, sizeof msg, "%s", path); /* no location to add */
     fprintf(stderr, "gpurt %s: %s (%s)\n", cmd, msg, grt_status_str(st));
     return NULL;
   }
