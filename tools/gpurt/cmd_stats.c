@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_status.h"
 #include "gpurt/report.h"
 #include "scenarios/dayshift.h"
 #include "replay_run.h"
@@ -36,76 +37,87 @@ static void usage(FILE *f) {
           "  --abbreviated    summary without the per-pool rows\n");
 }
 
-/* name: the `allocator` label (NULL: the policy name); device: the device index. */
+/* name: the `allocator` label (NULL: the policy name); device: the device index.
+ * A failure goes to *f (nothing is printed then). */
 static grt_status print_report(grt_allocator *a, grt_device *d, const char *name, int device, const char *format,
-                               int abbreviated) {
+                               int abbreviated, cli_first *f) {
   char *text = NULL;
-  grt_status st;
   char dev[16];
   snprintf(dev, sizeof dev, "%d", device);
   if (!strcmp(format, "prometheus")) {
     grt_metrics *m;
-    if ((st = grt_metrics_create(&m))) return st;
-    st = grt_metrics_add_allocator(m, a, name, dev);
-    if (!st) st = grt_metrics_add_device(m, d, dev);
-    if (!st) st = grt_metrics_render(m, &text, NULL);
-    grt_metrics_destroy(m);
+    if (cli_keep(f, "grt_metrics_create", grt_metrics_create(&m))) return f->st;
+    if (!cli_keep(f, "grt_metrics_add_allocator", grt_metrics_add_allocator(m, a, name, dev)) &&
+        !cli_keep(f, "grt_metrics_add_device", grt_metrics_add_device(m, d, dev)))
+      cli_keep(f, "grt_metrics_render", grt_metrics_render(m, &text, NULL));
+    cli_keep(f, "grt_metrics_destroy", grt_metrics_destroy(m));
   } else if (!strcmp(format, "snapshot")) {
     grt_alloc_snapshot *snap;
-    if ((st = grt_alloc_snapshot_take(a, &snap))) return st;
-    st = grt_snapshot_json(snap, device, &text);
+    if (cli_keep_alloc(f, a, "grt_alloc_snapshot_take", grt_alloc_snapshot_take(a, &snap))) return f->st;
+    cli_keep(f, "grt_snapshot_json", grt_snapshot_json(snap, device, &text));
     grt_alloc_snapshot_free(snap);
   } else {
     grt_alloc_stats s;
-    if ((st = grt_alloc_get_stats(a, &s))) return st;
+    if (cli_keep_alloc(f, a, "grt_alloc_get_stats", grt_alloc_get_stats(a, &s))) return f->st;
     if (!strcmp(format, "json")) {
-      st = grt_stats_json(&s, &text);
+      cli_keep(f, "grt_stats_json", grt_stats_json(&s, &text));
     } else {
       grt_alloc_snapshot *snap;
       grt_free_space fs;
-      if ((st = grt_alloc_snapshot_take(a, &snap))) return st;
-      st = grt_free_space_of(snap, &fs);
+      if (cli_keep_alloc(f, a, "grt_alloc_snapshot_take", grt_alloc_snapshot_take(a, &snap))) return f->st;
+      cli_keep(f, "grt_free_space_of", grt_free_space_of(snap, &fs));
       grt_alloc_snapshot_free(snap);
-      if (!st) st = grt_memory_summary(&s, &fs, device, abbreviated, &text);
+      if (!f->st) cli_keep(f, "grt_memory_summary", grt_memory_summary(&s, &fs, device, abbreviated, &text));
     }
   }
-  if (!st) fputs(text, stdout);
+  if (!f->st) fputs(text, stdout);
   grt_report_free(text);
-  return st;
+  return f->st;
+}
+
+/* Replays a loaded trace to its end, then reports on the replay's allocator. */
+static int stats_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, const char *format,
+                        int abbreviated) {
+  grt_replay_config c;
+  cli_run_config(o, &c);
+  c.record_series = false;
+  cli_progress prog;
+  grt_trace_info info;
+  grt_status st = grt_trace_get_info(t, &info);
+  if (st) return cli_fail_status("stats", "grt_trace_get_info", st, NULL);
+  cli_progress_init(&prog, cli_basename(path), info.n_events);
+  c.on_step = cli_progress_step;
+  c.step_ctx = &prog;
+  grt_replay *r;
+  st = grt_replay_open(t, &c, &r);
+  if (st) {
+    fprintf(stderr, "gpurt stats: cannot replay %s with policy '%s': %s\n", cli_basename(path), o->policy,
+            st == GRT_ERR_NOT_FOUND ? "no such policy" : grt_status_str(st));
+    return 1;
+  }
+  st = grt_replay_run(r);
+  cli_progress_done(&prog);
+  int rc = 0;
+  cli_first f = CLI_FIRST_INIT;
+  if (st) {
+    fprintf(stderr, "gpurt stats: %s: %s (%s)\n", cli_basename(path), grt_replay_last_error(r), grt_status_str(st));
+    rc = 1;
+  } else if (print_report(grt_replay_allocator(r), grt_replay_device(r), NULL, o->device, format, abbreviated, &f)) {
+    rc = cli_fail_first("stats", &f);
+  }
+  st = grt_replay_destroy(r);
+  if (st && !rc) rc = cli_fail_status("stats", "grt_replay_destroy", st, NULL); /* else: the first is reported */
+  return rc;
 }
 
 /* Replays a trace to its end, then reports on the replay's allocator. */
 static int stats_trace(const char *path, const cli_run_opts *o, const char *format, int abbreviated) {
   grt_trace *t = cli_load_trace("stats", path, o->device);
   if (!t) return 1;
-  grt_replay_config c;
-  cli_run_config(o, &c);
-  c.record_series = false;
-  cli_progress prog;
-  grt_trace_info info;
-  grt_trace_get_info(t, &info);
-  cli_progress_init(&prog, cli_basename(path), info.n_events);
-  c.on_step = cli_progress_step;
-  c.step_ctx = &prog;
-  grt_replay *r;
-  grt_status st = grt_replay_open(t, &c, &r);
-  if (st) {
-    fprintf(stderr, "gpurt stats: cannot replay %s with policy '%s': %s\n", cli_basename(path), o->policy,
-            st == GRT_ERR_NOT_FOUND ? "no such policy" : grt_status_str(st));
-    grt_trace_destroy(t);
-    return 1;
-  }
-  st = grt_replay_run(r);
-  cli_progress_done(&prog);
-  if (st) {
-    fprintf(stderr, "gpurt stats: %s: %s (%s)\n", cli_basename(path), grt_replay_last_error(r), grt_status_str(st));
-  } else {
-    st = print_report(grt_replay_allocator(r), grt_replay_device(r), NULL, o->device, format, abbreviated);
-    if (st) fprintf(stderr, "gpurt stats: %s\n", grt_status_str(st));
-  }
-  grt_replay_destroy(r);
-  grt_trace_destroy(t);
-  return st ? 1 : 0;
+  int rc = stats_loaded(t, path, o, format, abbreviated);
+  grt_status st = grt_trace_destroy(t);
+  if (st && !rc) rc = cli_fail_status("stats", "grt_trace_destroy", st, NULL); /* else: the first is reported */
+  return rc;
 }
 
 static int stats_workload(const grt_dayshift_config *cfg, const char *format, int abbreviated) {
@@ -118,11 +130,14 @@ static int stats_workload(const grt_dayshift_config *cfg, const char *format, in
   grt_step_source src = grt_dayshift_source(w);
   grt_pace_config pace;
   grt_pace_config_default(&pace);
-  st = grt_pace_run(&src, &pace, NULL);
-  if (!st) st = print_report(grt_dayshift_allocator(w), grt_dayshift_device(w), "dayshift", 0, format, abbreviated);
-  if (st) fprintf(stderr, "gpurt stats: %s: %s\n", grt_status_str(st), grt_alloc_last_error(grt_dayshift_allocator(w)));
-  grt_dayshift_destroy(w);
-  return st ? 1 : 0;
+  int rc = 0;
+  cli_first f = CLI_FIRST_INIT;
+  if (cli_keep_alloc(&f, grt_dayshift_allocator(w), "grt_pace_run", grt_pace_run(&src, &pace, NULL)) ||
+      print_report(grt_dayshift_allocator(w), grt_dayshift_device(w), "dayshift", 0, format, abbreviated, &f))
+    rc = cli_fail_first("stats", &f);
+  st = grt_dayshift_destroy(w);
+  if (st && !rc) rc = cli_fail_status("stats", "grt_dayshift_destroy", st, NULL); /* else: the first is reported */
+  return rc;
 }
 
 typedef struct stats_args {
