@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_status.h"
 #include "gpurt/report.h"
 #include "scenarios/dayshift.h"
 #include "serve_run.h"
@@ -101,7 +102,10 @@ int grt_cmd_serve_demo(int argc, char **argv) {
     grt_step_source src = grt_dayshift_source(w);
     rc = cli_serve_run("serve-demo", m, &src, &pace, &so);
   }
-  grt_metrics_destroy(m); /* the server is stopped: nothing reads the registry any more */
-  grt_dayshift_destroy(w);
+  cli_first f = CLI_FIRST_INIT;
+  /* the server is stopped: nothing reads the registry any more */
+  cli_keep(&f, "grt_metrics_destroy", grt_metrics_destroy(m));
+  cli_keep(&f, "grt_dayshift_destroy", grt_dayshift_destroy(w));
+  if (f.st && !rc) rc = cli_fail_first("serve-demo", &f); /* a failure before this one was reported */
   return rc;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli_status.h"
 #include "replay_run.h"
 #include "replay_util.h"
 #include "serve_run.h"
@@ -36,6 +37,7 @@ typedef struct replay_done_ctx {
   const char *format;
   uint64_t n_events;
   bool recorded;
+  int failed; /* 1 when the summary could not be made (reported) */
 } replay_done_ctx;
 
 /* Once the replay ends, while /metrics is still served: the usual summary. */
@@ -51,7 +53,11 @@ static void replay_serve_done(void *ctx, grt_status st, uint64_t events, bool in
   memset(&run, 0, sizeof run);
   run.trace_path = d->path;
   snprintf(run.policy, sizeof run.policy, "%s", d->policy);
-  grt_replay_get_summary(d->r, &run.sum);
+  grt_status st_sum = grt_replay_get_summary(d->r, &run.sum);
+  if (st_sum) {
+    d->failed = cli_fail_status("replay", "grt_replay_get_summary", st_sum, NULL);
+    return;
+  }
   char b[32];
   printf("gpurt replay: %s (%s, %" PRIu64 " events%s)\npolicy %s on a %s device%s\n\n", cli_basename(d->path),
          d->format, d->n_events, interrupted ? ", interrupted" : "", run.policy,
@@ -63,12 +69,13 @@ static void replay_serve_done(void *ctx, grt_status st, uint64_t events, bool in
 
 static int serve_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, const cli_serve_opts *so_in) {
   grt_trace_info info;
-  grt_trace_get_info(t, &info);
+  grt_status st = grt_trace_get_info(t, &info);
+  if (st) return cli_fail_status("replay", "grt_trace_get_info", st, NULL);
   grt_replay_config c;
   cli_run_config(o, &c);
   c.record_series = false;
   grt_replay *r;
-  grt_status st = grt_replay_open(t, &c, &r);
+  st = grt_replay_open(t, &c, &r);
   if (st) {
     fprintf(stderr, "gpurt replay: cannot replay %s with policy '%s': %s\n", cli_basename(path), o->policy,
             st == GRT_ERR_NOT_FOUND ? "no such policy" : grt_status_str(st));
@@ -86,10 +93,10 @@ static int serve_loaded(const grt_trace *t, const char *path, const cli_run_opts
   } else {
     replay_source rs = {r, info.n_events};
     grt_step_source src = {&rs, replay_source_step};
-    replay_done_ctx dc = {r, path, o->policy, grt_trace_format_name(info.format), info.n_events,
-                          c.placement == GRT_REPLAY_PLACE_RECORDED ||
-                              (c.placement == GRT_REPLAY_PLACE_AUTO && !strcmp(o->policy, "caching") &&
-                               info.format == GRT_TRACE_FORMAT_PYTORCH)};
+    bool recorded = c.placement == GRT_REPLAY_PLACE_RECORDED ||
+        (c.placement == GRT_REPLAY_PLACE_AUTO && !strcmp(o->policy, "caching") &&
+         info.format == GRT_TRACE_FORMAT_PYTORCH);
+    replay_done_ctx dc = {r, path, o->policy, grt_trace_format_name(info.format), info.n_events, recorded, 0};
     cli_serve_opts so = *so_in;
     so.done_word = "replay done";
     so.on_done = replay_serve_done;
@@ -105,9 +112,13 @@ static int serve_loaded(const grt_trace *t, const char *path, const cli_run_opts
     fprintf(stderr, "gpurt: replaying %s (%" PRIu64 " events) at %s\n", cli_basename(path), info.n_events,
             pace_text);
     rc = cli_serve_run("replay", m, &src, &pace, &so);
+    if (!rc) rc = dc.failed;
   }
-  grt_metrics_destroy(m); /* the server is stopped: nothing reads the registry any more */
-  grt_replay_destroy(r);
+  cli_first f = CLI_FIRST_INIT;
+  /* the server is stopped: nothing reads the registry any more */
+  cli_keep(&f, "grt_metrics_destroy", grt_metrics_destroy(m));
+  cli_keep(&f, "grt_replay_destroy", grt_replay_destroy(r));
+  if (f.st && !rc) rc = cli_fail_first("replay", &f); /* a failure before this one was reported */
   return rc;
 }
 
@@ -121,6 +132,7 @@ int cli_replay_serve(const char *path, const cli_run_opts *o, const struct cli_s
   grt_trace *t = cli_load_trace("replay", path, o->device);
   if (!t) return 1;
   int rc = serve_loaded(t, path, o, so);
-  grt_trace_destroy(t);
+  grt_status st = grt_trace_destroy(t);
+  if (st && !rc) rc = cli_fail_status("replay", "grt_trace_destroy", st, NULL);
   return rc;
 }

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #ifdef GRT_HAVE_SERVE
+#include "cli_status.h"
 #include "gpurt/serve.h"
 #endif
 
@@ -87,10 +88,11 @@ int cli_serve_run(const char *cmd, grt_metrics *m, const grt_step_source *src, g
   if (o->on_done) o->on_done(o->done_ctx, st, events, interrupted);
   if (o->linger < 0 && !cli_serve_stop_flag) fprintf(stderr, "gpurt: still serving; Ctrl-C to stop\n");
   for (double t = 0; (o->linger < 0 || t < o->linger) && !cli_serve_stop_flag; t += 0.05) cli_serve_sleep(0.05);
-  grt_metrics_server_stop(srv); /* before the caller destroys anything the server reads */
+  grt_status stopped = grt_metrics_server_stop(srv); /* before the caller destroys anything the server reads */
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
-  return st ? 1 : 0;
+  if (st) return 1; /* reported above */
+  return stopped ? cli_fail_status(cmd, "grt_metrics_server_stop", stopped, NULL) : 0;
 }
 
 #else /* built without libmicrohttpd */
