@@ -41,7 +41,7 @@ static void test_map_reserve_then_put(void **state) {
   failing = true;
   for (uint64_t k = 0; k < 500; k++) assert_true(grt__u64map_put(&m, k * 512, val(k)));
   assert_true(grt__u64map_put(&m, UINT64_MAX, val(500))); /* its own field: never needs memory */
-  assert_true(grt__u64map_put(&m, 7 * 512, val(7)));     /* a replace needs no room either */
+  assert_true(grt__u64map_put(&m, 7 * 512, val(7)));      /* a replace needs no room either */
   assert_int_equal(m.count, 501);
   /* full: the next new key needs a larger table, which it cannot get; nothing changes */
   grt__u64map_slot *slots = m.slots;

@@ -63,7 +63,8 @@ static void test_runs_and_empty(void **state) {
   assert_string_equal(write_to(&k, "stream 7 (non-blocking)", 0), "\"stream 7 (non-blocking)\"");
   assert_int_equal(k.calls, 3); /* quote, the whole run, quote */
   assert_string_equal(write_to(&k, "we\"ird\\name\n\t\x01", 0), "\"we\\\"ird\\\\name\\u000a\\u0009\\u0001\"");
-  assert_string_equal(write_to(&k, "we\"ird\\name\n\t\x01", GRT__JSON_SHORT_ESCAPES), "\"we\\\"ird\\\\name\\n\\t\\u0001\"");
+  assert_string_equal(write_to(&k, "we\"ird\\name\n\t\x01", GRT__JSON_SHORT_ESCAPES),
+                      "\"we\\\"ird\\\\name\\n\\t\\u0001\"");
   assert_string_equal(write_to(&k, "\x7f\xc3\xa9", 0), "\"\x7f\xc3\xa9\""); /* DEL and UTF-8 bytes go out as they are */
 }
 

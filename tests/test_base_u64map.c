@@ -77,7 +77,7 @@ static void test_walk_after_growth_and_erases(void **state) {
   make_keys(r);
   grt__u64map m;
   grt__u64map_init(&m);
-  check_walk(&m, r); /* empty: nothing to walk */
+  check_walk(&m, r);               /* empty: nothing to walk */
   for (size_t i = 0; i < N; i++) { /* grows from 64 slots to 8192 */
     assert_true(grt__u64map_put(&m, r->keys[i], r->vals[i]));
     r->live[i] = true;

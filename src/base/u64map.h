@@ -36,10 +36,10 @@ typedef struct grt__u64map_slot {
 
 typedef struct grt__u64map {
   grt__u64map_slot *slots;
-  size_t mask;      /* capacity - 1 (capacity is a power of two) or 0 when empty */
-  size_t count;     /* entries, the UINT64_MAX key's included */
-  bool has_max;     /* the UINT64_MAX key is present */
-  void *max_value;  /* its value (NULL when it is absent) */
+  size_t mask;     /* capacity - 1 (capacity is a power of two) or 0 when empty */
+  size_t count;    /* entries, the UINT64_MAX key's included */
+  bool has_max;    /* the UINT64_MAX key is present */
+  void *max_value; /* its value (NULL when it is absent) */
 } grt__u64map;
 
 typedef struct grt__u64map_iter {
