@@ -22,6 +22,16 @@
  * ARRAY_MIN (the gap avoids thrashing; the tree keeps its nodes pooled), so
  * no operation degrades to a long shift.
  *
+ * Reservations (grt__bins_reserve): a step that must not fail halfway first
+ * makes room for the inserts it will do, whatever their keys; an insert
+ * needs at most one chunk of at most ARRAY_MAX entries, or tree nodes (one, or
+ * ARRAY_MAX + 1 when its class moves into a tree). So a reservation of n
+ * inserts keeps 64n free slab entries (erases that move a class back to an
+ * array leave them alone), a store of tree nodes lent to the trees that need
+ * them, and a tree already made for every array class n inserts could fill:
+ * the `near` bitmap names the array classes within FAST_RESERVE inserts of
+ * overflowing that have none yet, so a small reservation need not scan.
+ *
  * Invariants (checked by tests/test_bins_index.c through the public order):
  *   - bit c of words[] set  <=>  class c holds >= 1 entry; summary bit w set
  *     <=> words[w] != 0;
@@ -45,6 +55,9 @@
 #define ARRAY_MAX (1u << MAX_LOG2CAP) /* more entries than this: the class becomes a tree */
 #define ARRAY_MIN 16u                   /* fewer than this in a tree: back to an array */
 #define NO_CHUNK UINT32_MAX
+#define FAST_RESERVE 8u                        /* reservations up to this many inserts read `near` */
+#define NEAR_N (ARRAY_MAX - FAST_RESERVE + 1u) /* an array class this full is near */
+#define RESERVE_BATCH 4u /* a reservation covers at least this many inserts: most calls then find room promised */
 
 typedef struct entry {
   uint64_t size, addr;
@@ -67,6 +80,11 @@ struct grt__bins {
   uint32_t slab_used, slab_cap;
   uint32_t free_chunk[MAX_LOG2CAP + 1]; /* per capacity, linked through entry.size */
   grt__otree **trees;     /* [NCLASS], allocated on the first overflow */
+  grt__otree *store;      /* pooled nodes only: lent to trees[] by reserved inserts */
+  uint32_t promised;      /* reserved inserts not yet done */
+  uint32_t tree_classes;  /* classes in tree mode */
+  uint32_t n_near;        /* bits set in near */
+  uint64_t near[NWORDS];  /* bit c: array class c has >= NEAR_N entries and no tree yet */
   size_class cls[NCLASS];
 };
 
@@ -162,26 +180,50 @@ static bool class_max(const grt__bins *b, unsigned c, grt__bin_entry *out) {
   return put(chunk_of(b, k) + k->n - 1, out);
 }
 
-/* A chunk of 1 << lg entries: recycled LIFO (still cached), else carved from the slab. */
-static uint32_t chunk_get(grt__bins *b, unsigned lg) {
+static inline bool has_tree(const grt__bins *b, unsigned c) { return b->trees && b->trees[c]; }
+static inline void set_near(grt__bins *b, unsigned c) {
+  uint64_t bit = 1ULL << (c & 63);
+  b->n_near += !(b->near[c >> 6] & bit);
+  b->near[c >> 6] |= bit;
+}
+static inline void clear_near(grt__bins *b, unsigned c) {
+  uint64_t bit = 1ULL << (c & 63);
+  b->n_near -= !!(b->near[c >> 6] & bit);
+  b->near[c >> 6] &= ~bit;
+}
+
+/* Unused slab entries for at least `need` more (the slab grows when short). */
+static bool slab_room(grt__bins *b, uint64_t need) {
+  if (b->slab_cap - b->slab_used >= need) return true;
+  if (b->slab_used + need > (UINT32_MAX >> 2)) return false;
+  uint64_t cap = b->slab_cap ? b->slab_cap * 2ull : 256;
+  while (cap - b->slab_used < need) cap *= 2;
+  entry *s = realloc(b->slab, (size_t)cap * sizeof *s);
+  if (!s) return false;
+  b->slab = s;
+  b->slab_cap = (uint32_t)cap;
+  return true;
+}
+
+/* A chunk of 1 << lg entries: recycled LIFO (still cached), else carved from
+ * the slab, leaving `keep` unused entries there for reserved inserts. */
+static uint32_t chunk_get(grt__bins *b, unsigned lg, uint64_t keep) {
   uint32_t i = b->free_chunk[lg];
   if (i != NO_CHUNK) {
     b->free_chunk[lg] = (uint32_t)b->slab[i].size;
     return i;
   }
   uint32_t need = 1u << lg;
-  if (b->slab_cap - b->slab_used < need) {
-    if (b->slab_cap > (UINT32_MAX >> 2)) return NO_CHUNK;
-    uint32_t cap = b->slab_cap ? b->slab_cap * 2 : 256;
-    while (cap - b->slab_used < need) cap *= 2;
-    entry *s = realloc(b->slab, (size_t)cap * sizeof *s);
-    if (!s) return NO_CHUNK;
-    b->slab = s;
-    b->slab_cap = cap;
-  }
+  if (!slab_room(b, need + keep)) return NO_CHUNK;
   i = b->slab_used;
   b->slab_used += need;
   return i;
+}
+
+/* Pooled nodes in trees[c] for n inserts, lent from the store when it has them. */
+static void lend_nodes(grt__bins *b, unsigned c, size_t n) {
+  size_t have = grt__otree_spare(b->trees[c]);
+  if (have < n && b->store) grt__otree_lend(b->trees[c], b->store, n - have);
 }
 
 static void chunk_put(grt__bins *b, uint32_t i, unsigned lg) {
@@ -203,6 +245,7 @@ void grt__bins_destroy(grt__bins *b) {
   if (b->trees)
     for (unsigned c = 0; c < NCLASS; c++) grt__otree_destroy(b->trees[c]);
   free(b->trees);
+  grt__otree_destroy(b->store);
   free(b->slab);
   free(b);
 }
@@ -214,7 +257,9 @@ static grt_status to_tree(grt__bins *b, unsigned c) {
   if (!b->trees[c]) {
     grt_status st = grt__otree_create(&b->trees[c]);
     if (st) return st;
+    clear_near(b, c);
   }
+  lend_nodes(b, c, ARRAY_MAX + 1u); /* the entries moved and the one being inserted */
   const entry *e = chunk_of(b, k);
   for (uint32_t i = 0; i < k->n; i++) { /* n == ARRAY_MAX */
     grt_status st = grt__otree_insert(b->trees[c], e[i].size, e[i].addr, e[i].value);
@@ -226,6 +271,7 @@ static grt_status to_tree(grt__bins *b, unsigned c) {
   chunk_put(b, k->chunk, k->log2cap);
   k->chunk = NO_CHUNK;
   k->in_tree = 1;
+  b->tree_classes++;
   return GRT_OK;
 }
 
@@ -233,7 +279,7 @@ static grt_status to_tree(grt__bins *b, unsigned c) {
  * can be had (still correct, only slower). The tree keeps its nodes pooled. */
 static void to_array(grt__bins *b, unsigned c) {
   size_class *k = &b->cls[c];
-  uint32_t ch = chunk_get(b, MAX_LOG2CAP);
+  uint32_t ch = chunk_get(b, MAX_LOG2CAP, (uint64_t)ARRAY_MAX * b->promised);
   if (ch == NO_CHUNK) return;
   grt__bin_entry e;
   uint32_t n = 0;
@@ -245,14 +291,16 @@ static void to_array(grt__bins *b, unsigned c) {
   k->chunk = ch;
   k->log2cap = MAX_LOG2CAP;
   k->in_tree = 0;
+  b->tree_classes--;
 }
 
 grt_status grt__bins_insert(grt__bins *b, uint64_t size, uint64_t addr, void *value) {
   unsigned c = class_of(size);
   size_class *k = &b->cls[c];
+  b->promised -= b->promised != 0; /* this insert uses one reserved; the slab keeps room for the rest */
   if (!k->in_tree) {
     if (k->chunk == NO_CHUNK) { /* first use of this class (or after a tree) */
-      uint32_t ch = chunk_get(b, 1);
+      uint32_t ch = chunk_get(b, 1, (uint64_t)ARRAY_MAX * b->promised);
       if (ch == NO_CHUNK) return GRT_ERR_NOMEM;
       k->chunk = ch;
       k->log2cap = 1;
@@ -262,7 +310,7 @@ grt_status grt__bins_insert(grt__bins *b, uint64_t size, uint64_t addr, void *va
     if (i < k->n && e[i].size == size && e[i].addr == addr) return GRT_ERR_INVALID_ARG;
     if (k->n < ARRAY_MAX) {
       if (k->n == 1u << k->log2cap) { /* full: move to a chunk twice the size */
-        uint32_t ch = chunk_get(b, k->log2cap + 1u);
+        uint32_t ch = chunk_get(b, k->log2cap + 1u, (uint64_t)ARRAY_MAX * b->promised);
         if (ch == NO_CHUNK) return GRT_ERR_NOMEM;
         e = chunk_of(b, k); /* the slab may have moved */
         memcpy(b->slab + ch, e, k->n * sizeof *e);
@@ -274,12 +322,14 @@ grt_status grt__bins_insert(grt__bins *b, uint64_t size, uint64_t addr, void *va
       shift_up(e, i, k->n);
       e[i] = (entry){size, addr, value};
       if (k->n++ == 0) mark(b, c);
+      if (k->n == NEAR_N && !has_tree(b, c)) set_near(b, c);
       b->count++;
       return GRT_OK;
     }
     grt_status st = to_tree(b, c);
     if (st) return st;
   }
+  lend_nodes(b, c, 1);
   grt_status st = grt__otree_insert(b->trees[c], size, addr, value);
   if (st) return st;
   b->count++;
@@ -299,6 +349,7 @@ bool grt__bins_erase(grt__bins *b, uint64_t size, uint64_t addr) {
     if (i >= k->n || e[i].size != size || e[i].addr != addr) return false;
     shift_down(e, i, k->n);
     if (--k->n == 0) unmark(b, c); /* the chunk stays: the class is likely reused */
+    if (k->n == NEAR_N - 1u) clear_near(b, c);
   }
   b->count--;
   return true;
@@ -351,3 +402,34 @@ bool grt__bins_last(const grt__bins *b, grt__bin_entry *out) {
 }
 
 size_t grt__bins_count(const grt__bins *b) { return b->count; }
+
+/* A tree for every array class that n inserts could fill past ARRAY_MAX: the
+ * near ones for a small n, the non-empty ones up to ARRAY_MAX, else any. */
+static grt_status prepare_trees(grt__bins *b, size_t n) {
+  if (!b->trees && !(b->trees = calloc(NCLASS, sizeof *b->trees))) return GRT_ERR_NOMEM;
+  if (n <= FAST_RESERVE && !b->n_near) return GRT_OK;
+  for (unsigned w = 0; w < NWORDS; w++) {
+    uint64_t m = n <= FAST_RESERVE ? b->near[w] : n <= ARRAY_MAX ? b->words[w] : ~0ULL;
+    for (; m; m &= m - 1) {
+      unsigned c = (w << 6) | (unsigned)__builtin_ctzll(m);
+      if (c >= NCLASS || b->cls[c].in_tree || b->trees[c] || b->cls[c].n + n <= ARRAY_MAX) continue;
+      grt_status st = grt__otree_create(&b->trees[c]);
+      if (st) return st;
+      clear_near(b, c);
+    }
+  }
+  return GRT_OK;
+}
+
+grt_status grt__bins_reserve(grt__bins *b, size_t n) {
+  if (n <= b->promised) return GRT_OK; /* an earlier reservation still covers them */
+  if (n < RESERVE_BATCH) n = RESERVE_BATCH;
+  if (n > UINT32_MAX / (ARRAY_MAX + 1u) || !slab_room(b, (uint64_t)ARRAY_MAX * n)) return GRT_ERR_NOMEM;
+  bool may_fill = b->count + n > ARRAY_MAX; /* some class could then hold more than ARRAY_MAX */
+  if (may_fill && prepare_trees(b, n)) return GRT_ERR_NOMEM;
+  size_t nodes = may_fill ? n * (ARRAY_MAX + 1u) : b->tree_classes ? n : 0;
+  if (nodes && ((!b->store && grt__otree_create(&b->store)) || grt__otree_reserve(b->store, nodes)))
+    return GRT_ERR_NOMEM;
+  if (b->promised < n) b->promised = (uint32_t)n;
+  return GRT_OK;
+}

@@ -35,6 +35,10 @@ grt_status grt__bins_create(grt__bins **out);
 void grt__bins_destroy(grt__bins *b);
 /* GRT_ERR_INVALID_ARG when (size, addr) is already present; GRT_ERR_NOMEM. */
 grt_status grt__bins_insert(grt__bins *b, uint64_t size, uint64_t addr, void *value);
+/* Room for the next n inserts, whatever their keys: they cannot fail for
+ * lack of memory (erases in between do not take the room away). GRT_ERR_NOMEM
+ * when host memory runs out (the set is unchanged; some room may be kept). */
+grt_status grt__bins_reserve(grt__bins *b, size_t n);
 /* Returns false when (size, addr) is absent. */
 bool grt__bins_erase(grt__bins *b, uint64_t size, uint64_t addr);
 /* Smallest entry >= (size, addr). */

@@ -217,3 +217,19 @@ grt_status grt__otree_reserve(grt__otree *b, size_t n) {
   }
   return GRT_OK;
 }
+
+size_t grt__otree_spare(const grt__otree *b) { return b->n_free; }
+
+size_t grt__otree_lend(grt__otree *dst, grt__otree *src, size_t n) {
+  size_t moved = 0;
+  while (moved < n && src->free_nodes) {
+    node *x = src->free_nodes;
+    src->free_nodes = x->left;
+    src->n_free--;
+    x->left = dst->free_nodes;
+    dst->free_nodes = x;
+    dst->n_free++;
+    moved++;
+  }
+  return moved;
+}

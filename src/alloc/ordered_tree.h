@@ -37,5 +37,11 @@ size_t grt__otree_count(const grt__otree *t);
  * lack of memory (callers that must not fail halfway reserve first). GRT_ERR_NOMEM
  * leaves the nodes pooled so far. */
 grt_status grt__otree_reserve(grt__otree *t, size_t n);
+/* Nodes pooled (the next that many inserts need no memory). */
+size_t grt__otree_spare(const grt__otree *t);
+/* Moves up to n pooled nodes from src's pool to dst's (no memory is allocated);
+ * returns how many moved. A caller keeping one tree as a store of nodes for
+ * many (bins.c) lends them where an insert is about to need one. */
+size_t grt__otree_lend(grt__otree *dst, grt__otree *src, size_t n);
 
 #endif
