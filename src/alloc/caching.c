@@ -1,5 +1,7 @@
 /* caching.c — the caching allocator's malloc path, in PyTorch's order:
  *
+ *   0. reserve the host memory every later step may need (caching_reserve.c),
+ *      so that a GRT_ERR_NOMEM comes before anything changed;
  *   1. process completed events of deferred frees;
  *   2. round the size, pick the pool, compute the segment size;
  *   3. best fit in the pool's bins for this stream (PyTorch never reuses another
@@ -28,10 +30,12 @@ static const cblock zero_block;
 
 cblock *grt__cblock_new(caching *c) {
   cblock *b = c->spare;
-  if (b)
+  if (b) {
     c->spare = b->next;
-  else if (!(b = malloc(sizeof *b)))
+    c->n_spare--;
+  } else if (!(b = malloc(sizeof *b))) {
     return NULL;
+  }
   *b = zero_block;
   return b;
 }
@@ -41,6 +45,7 @@ void grt__cblock_release(caching *c, cblock *b) {
   b->uses = NULL;
   b->next = c->spare;
   c->spare = b;
+  c->n_spare++;
 }
 
 /* ---- pools: one bins set per stream ---- */
@@ -107,7 +112,7 @@ static grt_status caching_create(grt_allocator *a) {
   c->allowed_memory = UINT64_MAX;
   if (a->cfg.memory_fraction > 0.0) {
     grt_device_stats ds;
-    grt_device_get_stats(a->dev, &ds);
+    grt__ignore(grt_device_get_stats(a->dev, &ds)); /* a device and a buffer: it cannot fail */
     c->allowed_memory = (uint64_t)(a->cfg.memory_fraction * (double)ds.capacity);
   }
   a->impl = c;
@@ -123,8 +128,8 @@ static void caching_destroy(grt_allocator *a) {
     cseg *s = grt__seg_at(c, i);
     if (s->is_expandable)
       grt__caching_destroy_expandable(a, s);
-    else
-      grt_device_free(a->dev, s->base);
+    else /* teardown (void op): a refusal leaves the segment to the device */
+      grt__ignore(grt_device_free(a->dev, s->base));
     for (cblock *b = s->head, *n; b; b = n) {
       n = b->next;
       free(b->uses);
@@ -137,6 +142,8 @@ static void caching_destroy(grt_allocator *a) {
     free(c->spare);
     c->spare = n;
   }
+  while (c->n_spare_segs) free(c->spare_segs[--c->n_spare_segs]);
+  free(c->tally);
   pool_free(&c->small);
   pool_free(&c->large);
   grt__u64map_free(&c->active);
@@ -175,39 +182,37 @@ static int first_fit(grt_allocator *a, grt__bins *bins, uint64_t size, grt__bin_
   return found;
 }
 
-static cblock *get_free_block(grt_allocator *a, const params *p) {
-  if (a->cfg.garbage_collection_threshold > 0.0 && a->cfg.memory_fraction > 0.0) p->pool->get_free_calls++;
+/* Best fit in the pool's bins for this stream: the bins holding it, or NULL.
+ * It only looks: the entry leaves the bins once the step's memory is reserved. */
+static grt__bins *find_free_block(grt_allocator *a, const params *p, grt__bin_entry *e) {
   grt__bins *bins = grt__pool_bins(p->pool, p->stream, 0);
-  grt__bin_entry e;
   if (!bins) return NULL;
-  if (a->cfg.fit == GRT_FIT_FIRST) {
-    if (!first_fit(a, bins, p->size, &e)) return NULL;
-  } else {
-    if (!grt__bins_lower_bound(bins, p->size, 0, &e)) return NULL;
-    if (a->cfg.expandable_segments) grt__caching_expandable_pick(bins, &e);
-    if (oversize_refused(a, p->size, e.size)) return NULL;
-  }
-  grt__bins_erase(bins, e.size, e.addr);
-  return e.value;
+  if (a->cfg.fit == GRT_FIT_FIRST) return first_fit(a, bins, p->size, e) ? bins : NULL;
+  if (!grt__bins_lower_bound(bins, p->size, 0, e)) return NULL;
+  if (a->cfg.expandable_segments) grt__caching_expandable_pick(bins, e);
+  return oversize_refused(a, p->size, e->size) ? NULL : bins;
 }
 
-/* with_event policy: the best fit among other streams' cached blocks. */
-static cblock *get_cross_stream_block(grt_allocator *a, const params *p) {
-  cblock *best = NULL;
+/* with_event policy: the best fit among other streams' cached blocks (it only looks). */
+static grt__bins *find_cross_stream_block(grt_allocator *a, const params *p, grt__bin_entry *best) {
+  grt__bins *found = NULL;
   cpool *pool = p->pool;
   for (size_t i = 0; i < pool->n_streams; i++) {
     if (pool->streams[i] == p->stream) continue;
+    grt__bins *bins = grt__u64map_get(&pool->bins, pool->streams[i]);
     grt__bin_entry e;
-    if (!grt__bins_lower_bound(grt__u64map_get(&pool->bins, pool->streams[i]), p->size, 0, &e)) continue;
+    if (!grt__bins_lower_bound(bins, p->size, 0, &e)) continue;
     if (oversize_refused(a, p->size, e.size)) continue;
-    cblock *b = e.value;
-    if (!best || b->size < best->size || (b->size == best->size && b->ptr < best->ptr)) best = b;
+    if (!found || e.size < best->size || (e.size == best->size && e.addr < best->addr)) {
+      *best = e;
+      found = bins;
+    }
   }
-  if (best) grt__pool_erase(pool, best);
-  return best;
+  return found;
 }
 
-/* cudaMalloc of a new segment; NULL when the device (or the memory fraction) says no. */
+/* cudaMalloc of a new segment; NULL when the device (or the memory fraction)
+ * says no, with its status in last_device_status. Its structs were reserved. */
 static cblock *alloc_block(grt_allocator *a, const params *p, int is_retry) {
   caching *c = a->impl;
   if (is_retry) a->stats.num_alloc_retries++;
@@ -220,23 +225,19 @@ static cblock *alloc_block(grt_allocator *a, const params *p, int is_retry) {
     c->last_device_status = GRT_ERR_OOM;
     return grt__caching_expandable_alloc(a, p->pool, p->stream, p->size);
   }
-  cseg *s = calloc(1, sizeof *s);
-  cblock *b = grt__cblock_new(c);
   grt_devptr ptr = 0;
-  grt_status st = (s && b) ? grt_device_malloc(a->dev, size, &ptr) : GRT_ERR_NOMEM;
-  if (st == GRT_OK) {
-    *s = (cseg){.base = ptr, .size = size, .pool = p->pool, .stream = p->stream, .head = b};
-    if (grt__seg_insert(c, s) != GRT_OK) {
-      grt_device_free(a->dev, ptr);
-      st = GRT_ERR_NOMEM;
-    }
-  }
+  grt_status st = grt_device_malloc(a->dev, size, &ptr);
   if (st) {
-    free(s);
-    if (b) grt__cblock_release(c, b);
     c->last_device_status = st;
     return NULL;
   }
+  cseg *s = grt__caching_take_seg(c);
+  cblock *b = grt__cblock_new(c);
+  assert(s && b); /* reserved by the step */
+  *s = (cseg){.base = ptr, .size = size, .pool = p->pool, .stream = p->stream, .head = b};
+  st = grt__seg_insert(c, s);
+  assert(st == GRT_OK); /* a table slot was reserved */
+  (void)st;
   b->ptr = ptr;
   b->size = size;
   b->stream = p->stream;
@@ -256,20 +257,15 @@ static int should_split(const grt_allocator *a, const cblock *b, uint64_t size) 
   return size < a->cfg.max_split_size && remaining > GRT_SMALL_SIZE;
 }
 
-/* Splits if the rule says so and marks the (front) block allocated. */
-static grt_status alloc_found_block(grt_allocator *a, cblock *block, const params *p, grt_devptr *out) {
+/* Splits if the rule says so and marks the (front) block allocated. The front
+ * struct, the active entry and the remainder's insert were reserved. */
+static void alloc_found_block(grt_allocator *a, cblock *block, const params *p, grt_devptr *out) {
   caching *c = a->impl;
   int pool = p->pool->stat_type;
   int already_split = cblock_is_split(block);
-  int split = should_split(a, block, p->size);
-  cblock *front = split ? grt__cblock_new(c) : block;
-  /* The block's address is the allocation's address either way: register it
-     first so a host-memory failure leaves nothing half-done. */
-  if (!front || !grt__u64map_put(&c->active, block->ptr, front)) {
-    if (split && front) grt__cblock_release(c, front);
-    return GRT_ERR_NOMEM;
-  }
-  if (split) {
+  if (should_split(a, block, p->size)) {
+    cblock *front = grt__cblock_new(c);
+    assert(front);
     front->ptr = block->ptr; /* the other fields are zero (grt__cblock_new) */
     front->size = p->size;
     front->stream = p->stream;
@@ -285,18 +281,7 @@ static grt_status alloc_found_block(grt_allocator *a, cblock *block, const param
     remaining->prev = front;
     remaining->ptr += p->size;
     remaining->size -= p->size;
-    if (grt__pool_insert(remaining->pool, remaining) != GRT_OK) {
-      remaining->ptr -= p->size; /* undo the split */
-      remaining->size += p->size;
-      remaining->prev = front->prev;
-      if (front->prev)
-        front->prev->next = remaining;
-      else
-        remaining->seg->head = remaining;
-      grt__u64map_del(&c->active, remaining->ptr);
-      grt__cblock_release(c, front);
-      return GRT_ERR_NOMEM;
-    }
+    grt__pool_add(remaining->pool, remaining);
     if (cblock_is_expandable(front)) {
       /* PyTorch leaves expandable blocks out of inactive_split */
     } else if (already_split) {
@@ -310,6 +295,9 @@ static grt_status alloc_found_block(grt_allocator *a, cblock *block, const param
     grt__stat_update2(a->stats.inactive_split_bytes, pool, -(int64_t)block->size);
     grt__stat_update2(a->stats.inactive_split, pool, -1);
   }
+  bool put = grt__u64map_put(&c->active, block->ptr, block);
+  assert(put); /* room reserved */
+  (void)put;
   block->allocated = 1;
   block->stream = p->stream;
   block->requested_size = p->requested;
@@ -320,13 +308,12 @@ static grt_status alloc_found_block(grt_allocator *a, cblock *block, const param
   grt__stat_update2(a->stats.requested_bytes, pool, (int64_t)block->requested_size);
   if (block->size >= a->cfg.max_split_size) grt__stat_update(&a->stats.oversize_allocations, 1);
   *out = block->ptr;
-  return GRT_OK;
 }
 
 static void set_oom_message(grt_allocator *a, const params *p) {
   caching *c = a->impl;
   grt_device_stats ds;
-  grt_device_get_stats(a->dev, &ds);
+  grt__ignore(grt_device_get_stats(a->dev, &ds)); /* a device and a buffer: it cannot fail */
   uint64_t allocated = (uint64_t)a->stats.allocated_bytes[GRT_STAT_ALL].current;
   uint64_t reserved = (uint64_t)a->stats.reserved_bytes[GRT_STAT_ALL].current;
   char want[32], cap[32], fr[32], al[32], un[32];
@@ -339,40 +326,99 @@ static void set_oom_message(grt_allocator *a, const params *p) {
                        grt_format_bytes(allocated, al, sizeof al), grt_format_bytes(reserved - allocated, un, sizeof un));
 }
 
+/* A cache hit from bins, reserved directly (the hot path): the front struct of
+ * a split, its active entry, the remainder's insert into the same bins. */
+static grt_status reserve_hit(caching *c, grt__bins *bins) {
+  if (c->n_spare < 1 && grt__caching_reserve_blocks(c, 1)) return GRT_ERR_NOMEM;
+  if (!grt__u64map_reserve(&c->active, 1)) return GRT_ERR_NOMEM;
+  return grt__bins_reserve(bins, 1);
+}
+
+/* What a cache hit still unknown needs: the front struct of a split, its
+ * active entry and the remainder's insert (into any bins the hit may use). */
+static grt_status needs_hit(grt_allocator *a, const params *p, cneeds *nd) {
+  nd->blocks += 1;
+  nd->active += 1;
+  return grt__needs_stream(a, nd, p->pool, p->stream, 1);
+}
+
+/* What the device path needs: a new segment (its struct, block and table slot,
+ * or for expandable segments up to three tries of maps and the unmaps of the
+ * flush between them) and then the split of the hit path. */
+static grt_status needs_miss(grt_allocator *a, const params *p, cneeds *nd) {
+  grt_status st = needs_hit(a, p, nd);
+  if (st || !a->cfg.expandable_segments) {
+    nd->segs += 1;
+    nd->blocks += 1;
+    return st;
+  }
+  for (int i = 0; i < GRT__CACHING_SPARE_SEGS && !st; i++)
+    st = grt__caching_expandable_needs(a, p->pool, p->stream, p->size, nd);
+  return st ? st : grt__caching_unmap_needs(a, nd);
+}
+
+/* No cached block fits: garbage collection, the device, then PyTorch's two
+ * flushes, each followed by another try. *out NULL: out of memory. A failure
+ * of the device itself for host memory (GRT_ERR_NOMEM) stops it at once. */
+static grt_status alloc_miss(grt_allocator *a, const params *p, cblock **out) {
+  caching *c = a->impl;
+  grt_status st = GRT_OK;
+  int enough = 0;
+  if (a->cfg.garbage_collection_threshold > 0.0 && c->allowed_memory != UINT64_MAX)
+    st = grt__caching_garbage_collect(a);
+  if (!st && !(*out = alloc_block(a, p, 0)) && c->last_device_status != GRT_ERR_NOMEM) {
+    st = grt__caching_release_available(a, p->pool, p->stream, p->size, &enough);
+    if (!st && enough) *out = alloc_block(a, p, 0);
+    if (!st && !*out && c->last_device_status != GRT_ERR_NOMEM && !(st = grt__caching_release_cached(a, 0)))
+      *out = alloc_block(a, p, 1);
+  }
+  if (!st && !*out && c->last_device_status == GRT_ERR_NOMEM) st = GRT_ERR_NOMEM;
+  return st;
+}
+
 static grt_status caching_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out) {
   caching *c = a->impl;
-  if (c->n_events) grt__caching_process_events(a); /* no call when nothing is pending */
   params p;
   p.requested = size;
   p.size = grt_alloc_round_size(&a->cfg, size);
   p.pool = p.size <= GRT_SMALL_SIZE ? &c->small : &c->large;
   p.alloc_size = grt_alloc_segment_size(p.size);
   p.stream = stream;
-  cblock *block = get_free_block(a, &p);
-  if (!block && a->cfg.cross_stream == GRT_CROSS_STREAM_WITH_EVENT && (block = get_cross_stream_block(a, &p)))
-    a->stats.cross_stream_syncs++;
-  if (block) {
-    a->stats.num_cache_hits++;
-  } else {
-    if (a->cfg.garbage_collection_threshold > 0.0 && c->allowed_memory != UINT64_MAX) grt__caching_garbage_collect(a);
-    block = alloc_block(a, &p, 0);
-    if (!block && grt__caching_release_available(a, p.pool, p.stream, p.size)) block = alloc_block(a, &p, 0);
-    if (!block) {
-      grt__caching_release_cached(a, 0);
-      block = alloc_block(a, &p, 1);
-    }
-    if (!block) {
-      grt_status st = c->last_device_status == GRT_ERR_NOMEM ? GRT_ERR_NOMEM : GRT_ERR_OOM;
-      if (st == GRT_ERR_OOM) {
-        a->stats.num_ooms++;
-        set_oom_message(a, &p);
-      }
+  int events = c->n_events > 0; /* no call when nothing is pending */
+  cneeds nd;
+  grt__needs_init(&nd);
+  grt_status st;
+  if (events) { /* the search comes after the events: reserve for every path now */
+    if ((st = grt__needs_events(c, &nd)) || (st = needs_miss(a, &p, &nd)) || (st = grt__caching_reserve(a, &nd)))
       return st;
-    }
+    grt__caching_process_events(a);
   }
-  grt_status st = alloc_found_block(a, block, &p, out);
-  if (st) grt__pool_insert(block->pool, block); /* host OOM: the block goes back to the cache */
-  return st;
+  grt__bin_entry e;
+  grt__bins *bins = find_free_block(a, &p, &e);
+  int cross = 0;
+  if (!bins && a->cfg.cross_stream == GRT_CROSS_STREAM_WITH_EVENT)
+    cross = (bins = find_cross_stream_block(a, &p, &e)) != NULL;
+  if (!events) { /* nothing changed yet: reserve for the path found */
+    st = bins ? reserve_hit(c, bins) : needs_miss(a, &p, &nd);
+    if (!st && !bins) st = grt__caching_reserve(a, &nd);
+    if (st) return st;
+  }
+  if (a->cfg.garbage_collection_threshold > 0.0 && a->cfg.memory_fraction > 0.0) p.pool->get_free_calls++;
+  cblock *block = NULL;
+  if (bins) {
+    grt__bins_erase(bins, e.size, e.addr);
+    block = e.value;
+    a->stats.cross_stream_syncs += (uint64_t)cross;
+    a->stats.num_cache_hits++;
+  } else if ((st = alloc_miss(a, &p, &block))) {
+    return st;
+  } else if (!block) {
+    a->stats.num_ooms++;
+    set_oom_message(a, &p);
+    return GRT_ERR_OOM;
+  }
+  alloc_found_block(a, block, &p, out);
+  return GRT_OK;
 }
 
 const grt__alloc_ops grt__caching_ops = {

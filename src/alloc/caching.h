@@ -9,13 +9,25 @@
  * Invariants (grt_alloc_check walks them): blocks tile their segment; a free
  * block is in exactly one bins set and never next to another free block; live
  * and pending blocks are in `active`; stats equal a recount.
+ *
+ * A call that fails for host memory changes nothing: every call first
+ * reserves what its whole run may need (block and segment structs, map,
+ * index and table room: caching_reserve.c), before the first change, so that
+ * what follows cannot fail for lack of it; GRT_ERR_NOMEM comes before any
+ * counter, block or device call moves. One exception: the device's own calls
+ * may fail for the host memory they use (it has no reservations); such a
+ * failure is returned as GRT_ERR_NOMEM at once, and what the call did before
+ * it stays done (completed deferred frees, garbage collection, a flush).
  */
 #ifndef GRT_ALLOC_CACHING_H
 #define GRT_ALLOC_CACHING_H
 
+#include <assert.h>
+
 #include "alloc/allocator_impl.h"
 #include "alloc/bins.h"
 #include "base/segtable.h"
+#include "base/status.h"
 #include "base/u64map.h"
 
 typedef struct cpool cpool;
@@ -67,6 +79,24 @@ typedef struct pending_event {
   cblock *block;
 } pending_event;
 
+/* Inserts a step may make into the bins of (pool, stream). */
+typedef struct ctally {
+  cpool *pool;
+  grt_stream_id stream;
+  size_t n;
+} ctally;
+
+#define GRT__CACHING_SPARE_SEGS 3 /* a malloc tries the device at most three times */
+
+/* What a step may need from host memory (caching_reserve.c). */
+typedef struct cneeds {
+  size_t blocks;      /* cblock structs */
+  size_t segs;        /* cseg structs, each with a segment table slot */
+  size_t active;      /* new keys in the active map */
+  size_t unmapped[2]; /* inserts into the small [0] and large [1] pool's unmapped set */
+  size_t n_bins;      /* entries of caching.tally in use */
+} cneeds;
+
 typedef struct caching {
   cpool small, large;
   grt__u64map active;  /* address -> cblock, allocated or pending */
@@ -77,6 +107,11 @@ typedef struct caching {
   size_t n_pending_blocks;         /* freed blocks waiting on events */
   uint64_t allowed_memory;         /* memory_fraction limit, or UINT64_MAX */
   cblock *spare;       /* free list of block structs */
+  size_t n_spare;
+  cseg *spare_segs[GRT__CACHING_SPARE_SEGS]; /* reserved segment structs */
+  unsigned n_spare_segs;
+  ctally *tally; /* cneeds' bins inserts, per (pool, stream) */
+  size_t cap_tally;
   grt_status last_device_status;
 } caching;
 
@@ -100,31 +135,76 @@ static inline grt_status grt__pool_insert(cpool *p, cblock *b) {
   b->idle_since = p->cycle;
   return grt__bins_insert(bins, b->size, b->ptr, b);
 }
+/* grt__pool_insert where the step reserved the insert (grt__caching_reserve):
+ * the bins exist and have room, so it cannot fail. */
+static inline void grt__pool_add(cpool *p, cblock *b) {
+  grt_status st = grt__pool_insert(p, b);
+  assert(st == GRT_OK);
+  (void)st;
+}
+/* Likewise for the pool's unmapped set, keyed (stream, address). */
+static inline void grt__unmapped_add(cpool *p, cblock *b) {
+  grt_status st = grt__bins_insert(p->unmapped, b->stream, b->ptr, b);
+  assert(st == GRT_OK);
+  (void)st;
+}
 static inline void grt__pool_erase(cpool *p, cblock *b) {
   grt__bins *bins = grt__pool_bins(p, b->stream, 0);
   int found = bins && grt__bins_erase(bins, b->size, b->ptr);
   (void)found;
 }
 
+/* caching_reserve.c: a step adds up its needs, reserves them, then runs. */
+static inline void grt__needs_init(cneeds *n) { *n = (cneeds){0}; }
+/* n more inserts into the bins of (pool, stream); GRT_ERR_NOMEM when the tally cannot grow. */
+grt_status grt__needs_bins(caching *c, cneeds *nd, cpool *pool, grt_stream_id stream, size_t n);
+/* n inserts into the bins of (pool, stream), or, where blocks cross streams
+ * (with_event), into those of every stream of the pool. */
+grt_status grt__needs_stream(grt_allocator *a, cneeds *nd, cpool *pool, grt_stream_id stream, size_t n);
+/* At least n spare block structs. */
+grt_status grt__caching_reserve_blocks(caching *c, size_t n);
+/* Reserves everything nd lists; GRT_ERR_NOMEM leaves the allocator's state as it was. */
+grt_status grt__caching_reserve(grt_allocator *a, const cneeds *nd);
+/* A reserved segment struct (zeroed); NULL only when none was reserved. */
+cseg *grt__caching_take_seg(caching *c);
+/* What freeing every pending block needs (process_events, sync_events). */
+grt_status grt__needs_events(caching *c, cneeds *nd);
+/* What releasing the cache needs: the pending blocks' frees and the unmaps. */
+grt_status grt__needs_release(grt_allocator *a, cneeds *nd);
+
 /* caching_free.c */
 uint64_t grt__caching_try_merge(grt_allocator *a, cblock *dst, cblock *src, int force);
 grt_status grt__caching_free(grt_allocator *a, grt_devptr ptr);
+/* The caller reserved one insert in the bins of b's (pool, stream). */
 void grt__caching_free_block(grt_allocator *a, cblock *b);
 void grt__caching_process_events(grt_allocator *a);
 void grt__caching_sync_events(grt_allocator *a);
-void grt__caching_release_block(grt_allocator *a, cblock *b);
+/* Release steps return the device's status when it fails a free or unmap
+ * (for its own host memory): they stop there, and what went stays gone. */
+grt_status grt__caching_release_block(grt_allocator *a, cblock *b);
 /* Syncs events, then frees whole free segments idle for at least min_idle cycles. */
-void grt__caching_release_cached(grt_allocator *a, uint64_t min_idle);
-int grt__caching_release_available(grt_allocator *a, cpool *pool, grt_stream_id stream, uint64_t size);
-void grt__caching_garbage_collect(grt_allocator *a);
+grt_status grt__caching_release_cached(grt_allocator *a, uint64_t min_idle);
+grt_status grt__caching_release_available(grt_allocator *a, cpool *pool, grt_stream_id stream, uint64_t size,
+                                          int *enough);
+grt_status grt__caching_garbage_collect(grt_allocator *a);
 grt_status grt__caching_record_stream(grt_allocator *a, grt_devptr ptr, grt_stream_id stream);
 grt_status grt__caching_empty_cache(grt_allocator *a);
+/* empty_cache in two halves (the sharded policy empties all its shards or none):
+ * the reservation, which may fail and changes nothing, then the release,
+ * which fails only where the device itself does (see release_block). */
+grt_status grt__caching_empty_cache_reserve(grt_allocator *a);
+grt_status grt__caching_empty_cache_commit(grt_allocator *a);
 
 /* caching_expandable.c */
+/* What one expandable allocation of size bytes may need (a new reservation and a map per page run). */
+grt_status grt__caching_expandable_needs(grt_allocator *a, cpool *pool, grt_stream_id stream, uint64_t size,
+                                         cneeds *nd);
+/* What unmapping the free blocks of expandable segments may need (releasing the cache). */
+grt_status grt__caching_unmap_needs(grt_allocator *a, cneeds *nd);
 cblock *grt__caching_expandable_alloc(grt_allocator *a, cpool *pool, grt_stream_id stream, uint64_t size);
 /* Picks among equal-fit candidates by "expandable size" (PyTorch's best fit in expandable mode). */
 int grt__caching_expandable_pick(grt__bins *bins, grt__bin_entry *e);
-void grt__caching_unmap_block(grt_allocator *a, cblock *b);
+grt_status grt__caching_unmap_block(grt_allocator *a, cblock *b);
 void grt__caching_destroy_expandable(grt_allocator *a, cseg *s);
 grt_status grt__caching_snapshot_expandable(const cseg *s, grt_alloc_snapshot *out);
 

@@ -9,7 +9,9 @@
  * merge, so the segment reads free -> unmapped -> free ... Releasing the cache
  * unmaps the whole pages inside free blocks and frees the reservation once it
  * is wholly unmapped. Each map/unmap counts as a device alloc/free and moves
- * reserved bytes; the segment counters do not move (as in PyTorch).
+ * reserved bytes; the segment counters do not move (as in PyTorch). The
+ * structs and inserts below were reserved by the calling step from the
+ * bounds the *_needs functions give.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,37 +29,36 @@ static int has_room(const cblock *b, uint64_t size) {
   return bytes >= size;
 }
 
-static grt_status unmapped_insert(cpool *pool, cblock *b) {
-  return grt__bins_insert(pool->unmapped, b->stream, b->ptr, b);
-}
-
 static void unmapped_erase(cpool *pool, cblock *b) { grt__bins_erase(pool->unmapped, b->stream, b->ptr); }
 
-/* A new reservation for (stream, pool), as one unmapped block. */
+static uint64_t page_of_pool(const cpool *pool) {
+  return pool->stat_type == GRT_STAT_SMALL_POOL ? GRT_SMALL_BUFFER : GRT_LARGE_BUFFER;
+}
+
+/* A new reservation for (stream, pool), as one unmapped block; NULL with the
+ * device's status in last_device_status. */
 static cblock *new_segment(grt_allocator *a, cpool *pool, grt_stream_id stream) {
   caching *c = a->impl;
   grt_device_stats ds;
-  grt_device_get_stats(a->dev, &ds);
-  uint64_t page = pool->stat_type == GRT_STAT_SMALL_POOL ? GRT_SMALL_BUFFER : GRT_LARGE_BUFFER;
+  grt__ignore(grt_device_get_stats(a->dev, &ds)); /* a device and a buffer: it cannot fail */
+  uint64_t page = page_of_pool(pool);
   uint64_t want = ds.capacity + ds.capacity / 8;
   uint64_t size = (want + page - 1) / page * page;
-  cseg *s = calloc(1, sizeof *s);
-  cblock *b = grt__cblock_new(c);
   grt_devptr va;
-  if (!s || !b || grt_device_reserve(a->dev, size, &va) != GRT_OK) {
-    free(s);
-    if (b) grt__cblock_release(c, b);
+  grt_status st = grt_device_reserve(a->dev, size, &va);
+  if (st) {
+    c->last_device_status = st;
     return NULL;
   }
+  cseg *s = grt__caching_take_seg(c);
+  cblock *b = grt__cblock_new(c);
+  assert(s && b);
   *s = (cseg){.base = va, .size = size, .pool = pool, .stream = stream, .head = b, .is_expandable = 1, .page = page};
   *b = (cblock){.ptr = va, .size = size, .stream = stream, .pool = pool, .seg = s, .unmapped = 1};
-  if (grt__seg_insert(c, s) != GRT_OK || unmapped_insert(pool, b) != GRT_OK) {
-    grt__seg_remove(c, s);
-    grt_device_release(a->dev, va);
-    free(s);
-    grt__cblock_release(c, b);
-    return NULL;
-  }
+  st = grt__seg_insert(c, s);
+  assert(st == GRT_OK); /* a table slot was reserved */
+  (void)st;
+  grt__unmapped_add(pool, b);
   return b;
 }
 
@@ -75,13 +76,16 @@ static cblock *find_block(grt_allocator *a, cpool *pool, grt_stream_id stream, u
 static void merge(grt_allocator *a, cblock *dst, cblock *src) { grt__caching_try_merge(a, dst, src, 1); }
 
 /* One device map per page, as PyTorch creates one physical handle per page:
- * any later unmap of whole pages then covers whole mappings. All or nothing. */
+ * any later unmap of whole pages then covers whole mappings. All or nothing:
+ * a refused map unmaps the pages this call mapped, whole mappings just made
+ * (should the device refuse that too, its status is returned and those pages
+ * stay mapped, unknown to the allocator, until the device goes). */
 static grt_status map_pages(grt_device *dev, grt_devptr va, uint64_t n, uint64_t page) {
   for (uint64_t i = 0; i < n; i++) {
     grt_status st = grt_device_map(dev, va + i * page, page);
     if (st) {
-      if (i) grt_device_unmap(dev, va, i * page);
-      return st;
+      grt_status undo = i ? grt_device_unmap(dev, va, i * page) : GRT_OK;
+      return undo ? undo : st;
     }
   }
   return GRT_OK;
@@ -94,27 +98,26 @@ static int map_block(grt_allocator *a, cblock *b, uint64_t size) {
   uint64_t first = (b->ptr - s->base) / s->page;
   uint64_t last = (b->ptr + size - s->base + s->page - 1) / s->page;
   uint64_t mapped = (last - first) * s->page;
-  cblock *rest = mapped < b->size ? grt__cblock_new(c) : NULL;
-  if (mapped < b->size && !rest) return 0;
   grt_status st = map_pages(a->dev, s->base + first * s->page, last - first, s->page);
   if (st) {
-    if (rest) grt__cblock_release(c, rest);
     c->last_device_status = st;
     return 0;
   }
   unmapped_erase(b->pool, b);
   b->unmapped = 0;
-  if (rest) {
+  if (mapped < b->size) {
+    cblock *rest = grt__cblock_new(c);
+    assert(rest);
     *rest = (cblock){.ptr = b->ptr + mapped, .size = b->size - mapped, .stream = b->stream, .pool = b->pool,
                      .seg = s, .prev = b, .next = b->next, .unmapped = 1};
     if (b->next) b->next->prev = rest;
     b->next = rest;
     b->size = mapped;
-    unmapped_insert(b->pool, rest);
+    grt__unmapped_add(b->pool, rest);
   }
   merge(a, b, b->prev);
   merge(a, b, b->next);
-  grt__pool_insert(b->pool, b);
+  grt__pool_add(b->pool, b);
   c->total_allocated_memory += mapped;
   grt__stat_update2(a->stats.reserved_bytes, b->pool->stat_type, (int64_t)mapped);
   a->stats.num_device_alloc++;
@@ -147,54 +150,88 @@ int grt__caching_expandable_pick(grt__bins *bins, grt__bin_entry *e) {
   return 1;
 }
 
-/* Unmaps the whole pages inside a free mapped block; partial pages stay mapped as free blocks. */
-void grt__caching_unmap_block(grt_allocator *a, cblock *b) {
+/* Unmaps the whole pages inside a free mapped block; partial pages stay
+ * mapped as free blocks. The device's status when it refuses the unmap
+ * (nothing changed then). */
+grt_status grt__caching_unmap_block(grt_allocator *a, cblock *b) {
   caching *c = a->impl;
   cseg *s = b->seg;
   uint64_t first = (b->ptr - s->base + s->page - 1) / s->page;
   uint64_t last = (b->ptr + b->size - s->base) / s->page;
-  if (first >= last) return;
+  if (first >= last) return GRT_OK;
   grt_devptr start = s->base + first * s->page;
   uint64_t len = (last - first) * s->page;
   uint64_t before = start - b->ptr, after = b->size - before - len;
-  cblock *pre = before ? grt__cblock_new(c) : NULL, *post = after ? grt__cblock_new(c) : NULL;
-  if ((before && !pre) || (after && !post) || grt_device_unmap(a->dev, start, len) != GRT_OK) {
-    if (pre) grt__cblock_release(c, pre);
-    if (post) grt__cblock_release(c, post);
-    return;
-  }
+  grt_status st = grt_device_unmap(a->dev, start, len);
+  if (st) return st;
   grt__pool_erase(b->pool, b);
-  if (pre) {
+  if (before) {
+    cblock *pre = grt__cblock_new(c);
+    assert(pre);
     *pre = (cblock){.ptr = b->ptr, .size = before, .stream = b->stream, .pool = b->pool, .seg = s, .prev = b->prev, .next = b};
     if (b->prev)
       b->prev->next = pre;
     else
       s->head = pre;
     b->prev = pre;
-    grt__pool_insert(b->pool, pre);
+    grt__pool_add(b->pool, pre);
   }
-  if (post) {
+  if (after) {
+    cblock *post = grt__cblock_new(c);
+    assert(post);
     *post = (cblock){.ptr = start + len, .size = after, .stream = b->stream, .pool = b->pool, .seg = s, .prev = b, .next = b->next};
     if (b->next) b->next->prev = post;
     b->next = post;
-    grt__pool_insert(b->pool, post);
+    grt__pool_add(b->pool, post);
   }
   b->ptr = start;
   b->size = len;
   b->unmapped = 1;
   merge(a, b, b->prev);
   merge(a, b, b->next);
-  unmapped_insert(b->pool, b);
+  grt__unmapped_add(b->pool, b);
   c->total_allocated_memory -= len;
   grt__stat_update2(a->stats.reserved_bytes, b->pool->stat_type, -(int64_t)len);
   a->stats.num_device_free++;
-  if (!b->prev && !b->next) { /* wholly unmapped: give the reservation back */
+  /* Wholly unmapped: give the reservation back. Should the device refuse, the
+     segment stays, wholly unmapped, which is a valid state. */
+  if (!b->prev && !b->next && grt_device_release(a->dev, s->base) == GRT_OK) {
     unmapped_erase(b->pool, b);
-    grt_device_release(a->dev, s->base);
     grt__seg_remove(c, s);
     grt__cblock_release(c, b);
     free(s);
   }
+  return GRT_OK;
+}
+
+grt_status grt__caching_expandable_needs(grt_allocator *a, cpool *pool, grt_stream_id stream, uint64_t size,
+                                         cneeds *nd) {
+  /* Each map maps at least one page, and the pages mapped cover size plus at
+     most one page of alignment: at most size / page + 2 maps. */
+  size_t maps = (size_t)(size / page_of_pool(pool)) + 2;
+  nd->segs += 1;
+  nd->blocks += maps + 1;
+  nd->unmapped[pool == &((caching *)a->impl)->large] += maps + 1;
+  return grt__needs_stream(a, nd, pool, stream, maps);
+}
+
+/* Unmapping a free block splits off at most two partial pages (inserts in its
+ * bins) and puts the unmapped middle in its pool's unmapped set. Blocks still
+ * pending count too: the release frees them first. */
+grt_status grt__caching_unmap_needs(grt_allocator *a, cneeds *nd) {
+  caching *c = a->impl;
+  grt_status st = GRT_OK;
+  for (size_t i = 0; i < c->segs.n && !st; i++) {
+    const cseg *s = grt__seg_at(c, i);
+    if (!s->is_expandable) continue;
+    for (const cblock *b = s->head; b && !st; b = b->next) {
+      if (b->unmapped || b->allocated) continue;
+      nd->blocks += 2;
+      nd->unmapped[b->pool == &c->large] += 1;
+      st = grt__needs_bins(c, nd, b->pool, b->stream, 2);
+    }
+  }
+  return st;
 }
 
 /* Allocator teardown: unmap every mapped run, release the reservation. */
@@ -208,9 +245,10 @@ void grt__caching_destroy_expandable(grt_allocator *a, cseg *s) {
     grt_devptr start = b->ptr;
     while (b && !b->unmapped) b = b->next;
     grt_devptr end = b ? b->ptr : s->base + s->size;
-    grt_device_unmap(a->dev, start, end - start);
+    /* teardown (void op): whole mappings; a refusal leaves them to the device */
+    grt__ignore(grt_device_unmap(a->dev, start, end - start));
   }
-  grt_device_release(a->dev, s->base);
+  grt__ignore(grt_device_release(a->dev, s->base)); /* likewise */
 }
 
 /* One snapshot segment per contiguous mapped range, as PyTorch reports them. */

@@ -2,7 +2,8 @@
  * block was used on other streams), merge with free neighbours, events of
  * deferred frees, and returning segments to the device (release, empty_cache,
  * garbage collection). The device never sees a free in steady state; only
- * release_* calls it, and each such free is a device-wide sync. */
+ * release_* calls it, and each such free is a device-wide sync. Every insert
+ * into the bins here was reserved by the calling step (caching_reserve.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,8 +54,7 @@ void grt__caching_free_block(grt_allocator *a, cblock *b) {
   }
   grt__u64map_del(&c->active, original_ptr);
   b->requested_size = 0;
-  grt_status st = grt__pool_insert(b->pool, b);
-  (void)st; /* host OOM here would lose a free block from the index; the walker would report it */
+  grt__pool_add(b->pool, b);
   if (cblock_is_split(b)) {
     net_blocks += 1;
     net_bytes += (int64_t)b->size;
@@ -115,14 +115,18 @@ static grt_status insert_events(grt_allocator *a, cblock *b) {
   return GRT_OK;
 }
 
+/* Room for b's insert into its bins when it becomes free now. */
+static grt_status reserve_free(cblock *b) {
+  grt__bins *bins = grt__pool_bins(b->pool, b->stream, 1);
+  return bins && grt__bins_reserve(bins, 1) == GRT_OK ? GRT_OK : GRT_ERR_NOMEM;
+}
+
 grt_status grt__caching_free(grt_allocator *a, grt_devptr ptr) {
   caching *c = a->impl;
   cblock *b = grt__u64map_get(&c->active, ptr);
   if (!b || !b->allocated) return grt__caching_classify(a, ptr);
-  if (b->n_uses) {
-    grt_status st = insert_events(a, b);
-    if (st) return st;
-  }
+  grt_status st = b->n_uses ? insert_events(a, b) : reserve_free(b);
+  if (st) return st;
   int pool = b->pool->stat_type;
   b->allocated = 0;
   grt__stat_update2(a->stats.allocation, pool, -1);
@@ -182,12 +186,14 @@ void grt__caching_sync_events(grt_allocator *a) {
   a->stats.num_sync_all_streams++;
 }
 
-/* cudaFree of a whole free segment (the block is the segment). */
-void grt__caching_release_block(grt_allocator *a, cblock *b) {
+/* cudaFree of a whole free segment (the block is the segment). The device may
+ * still fail for its own host memory: then nothing changes and the caller
+ * stops its release there. */
+grt_status grt__caching_release_block(grt_allocator *a, cblock *b) {
   caching *c = a->impl;
   cseg *s = b->seg;
   grt_status st = grt_device_free(a->dev, s->base);
-  (void)st; /* the device handed this segment to us; it cannot refuse */
+  if (st) return st;
   c->total_allocated_memory -= s->size;
   int pool = b->pool->stat_type;
   grt__stat_update2(a->stats.segment, pool, -1);
@@ -198,86 +204,83 @@ void grt__caching_release_block(grt_allocator *a, cblock *b) {
   grt__seg_remove(c, s);
   grt__cblock_release(c, b);
   free(s);
+  return GRT_OK;
 }
 
 /* Frees every whole unsplit free segment of the pool idle for at least
- * min_idle cycles, in (stream, size, address) order. */
-static void release_pool(grt_allocator *a, cpool *pool, uint64_t min_idle) {
-  cblock **to_unmap = NULL;
-  size_t n_unmap = 0, cap_unmap = 0;
-  for (size_t i = 0; i < pool->n_streams; i++) {
-    grt__bins *bins = grt__u64map_get(&pool->bins, pool->streams[i]);
-    grt__bin_entry e;
-    int more = grt__bins_first(bins, &e);
-    while (more) {
-      grt__bin_entry next;
-      int has_next = grt__bins_next(bins, e.size, e.addr, &next);
-      cblock *b = e.value;
-      if (pool->cycle - b->idle_since < min_idle) {
-        /* not idle long enough */
-      } else if (cblock_is_expandable(b)) { /* unmapping edits the bins: after the walk */
-        if (n_unmap == cap_unmap) {
-          size_t cap = cap_unmap ? cap_unmap * 2 : 16;
-          cblock **t = realloc(to_unmap, cap * sizeof *t);
-          if (t) to_unmap = t, cap_unmap = cap;
-        }
-        if (n_unmap < cap_unmap) to_unmap[n_unmap++] = b;
-      } else if (!cblock_is_split(b)) {
-        grt__caching_release_block(a, b);
+ * min_idle cycles, in (stream, size, address) order; then, in the same order,
+ * unmaps the free blocks of expandable segments (a second walk: unmapping
+ * edits the bins, but only below the key it stands on, since the partial
+ * pages it leaves mapped are smaller than the block they came from). */
+static grt_status release_pool(grt_allocator *a, cpool *pool, uint64_t min_idle) {
+  grt_status st = GRT_OK;
+  for (int unmapping = 0; unmapping < 2; unmapping++)
+    for (size_t i = 0; i < pool->n_streams; i++) {
+      grt__bins *bins = grt__u64map_get(&pool->bins, pool->streams[i]);
+      grt__bin_entry e, cur;
+      for (int more = grt__bins_first(bins, &e); more && !st;) {
+        cur = e;
+        more = grt__bins_next(bins, cur.size, cur.addr, &e);
+        cblock *b = cur.value;
+        if (pool->cycle - b->idle_since < min_idle || cblock_is_expandable(b) != unmapping) continue;
+        if (unmapping)
+          st = grt__caching_unmap_block(a, b);
+        else if (!cblock_is_split(b))
+          st = grt__caching_release_block(a, b);
       }
-      e = next;
-      more = has_next;
+      if (st) return st;
     }
-  }
-  for (size_t i = 0; i < n_unmap; i++) grt__caching_unmap_block(a, to_unmap[i]);
-  free(to_unmap);
+  return GRT_OK;
 }
 
-void grt__caching_release_cached(grt_allocator *a, uint64_t min_idle) {
+grt_status grt__caching_release_cached(grt_allocator *a, uint64_t min_idle) {
   caching *c = a->impl;
   grt__caching_sync_events(a);
-  release_pool(a, &c->large, min_idle);
-  release_pool(a, &c->small, min_idle);
+  grt_status st = release_pool(a, &c->large, min_idle);
+  return st ? st : release_pool(a, &c->small, min_idle);
 }
 
 /* PyTorch's release_available_cached_blocks: with max_split_size set, free one
  * oversize block big enough, or oversize blocks from the largest down until
- * enough bytes were freed. Returns 1 when it freed enough. */
-int grt__caching_release_available(grt_allocator *a, cpool *pool, grt_stream_id stream, uint64_t size) {
+ * enough bytes were freed; *enough = 1 when it freed enough. */
+grt_status grt__caching_release_available(grt_allocator *a, cpool *pool, grt_stream_id stream, uint64_t size,
+                                          int *enough) {
   uint64_t mss = a->cfg.max_split_size;
-  if (mss == GRT_UNLIMITED) return 0;
-  grt__bins *bins = grt__pool_bins(pool, stream, 0);
-  if (!bins) return 0;
+  *enough = 0;
+  grt__bins *bins = mss == GRT_UNLIMITED ? NULL : grt__pool_bins(pool, stream, 0);
+  if (!bins) return GRT_OK;
   uint64_t key = size < mss ? mss : size;
   grt__bin_entry e;
   if (grt__bins_lower_bound(bins, key, 0, &e) && !cblock_is_split(e.value) && !cblock_is_expandable(e.value)) {
-    grt__caching_release_block(a, e.value);
-    return 1;
+    *enough = 1;
+    return grt__caching_release_block(a, e.value);
   }
   uint64_t released = 0;
+  grt_status st = GRT_OK;
   int more = grt__bins_last(bins, &e);
-  while (more && released < key && e.size >= mss) {
+  while (more && released < key && e.size >= mss && !st) {
     grt__bin_entry prev;
     int has_prev = grt__bins_prev(bins, e.size, e.addr, &prev);
     cblock *b = e.value;
     if (!cblock_is_split(b) && !cblock_is_expandable(b)) {
       released += b->size;
-      grt__caching_release_block(a, b);
+      st = grt__caching_release_block(a, b);
     }
     e = prev;
     more = has_prev;
   }
-  return released >= key;
+  *enough = released >= key;
+  return st;
 }
 
 /* garbage_collection_threshold: above threshold x allowed memory, free unsplit
  * large cached blocks whose age (get_free_block calls since they became free)
  * is at least the average, repeating until enough is reclaimed. */
-void grt__caching_garbage_collect(grt_allocator *a) {
+grt_status grt__caching_garbage_collect(grt_allocator *a) {
   caching *c = a->impl;
   cpool *pool = &c->large;
   uint64_t threshold = (uint64_t)(a->cfg.garbage_collection_threshold * (double)c->allowed_memory);
-  if (c->total_allocated_memory <= threshold) return;
+  if (c->total_allocated_memory <= threshold) return GRT_OK;
   uint64_t target = c->total_allocated_memory - threshold, reclaimed = 0, total_age = 0, freeable = 0;
   for (size_t i = 0; i < pool->n_streams; i++) {
     grt__bins *bins = grt__u64map_get(&pool->bins, pool->streams[i]);
@@ -307,13 +310,15 @@ void grt__caching_garbage_collect(grt_allocator *a) {
           reclaimed += b->size;
           total_age -= age;
           freeable--;
-          grt__caching_release_block(a, b);
+          grt_status st = grt__caching_release_block(a, b);
+          if (st) return st;
         }
         e = next;
         more = has_next;
       }
     }
   }
+  return GRT_OK;
 }
 
 grt_status grt__caching_record_stream(grt_allocator *a, grt_devptr ptr, grt_stream_id stream) {
@@ -334,11 +339,26 @@ grt_status grt__caching_record_stream(grt_allocator *a, grt_devptr ptr, grt_stre
   return GRT_OK;
 }
 
-grt_status grt__caching_empty_cache(grt_allocator *a) {
+grt_status grt__caching_empty_cache_reserve(grt_allocator *a) {
+  cneeds nd;
+  grt__needs_init(&nd);
+  grt_status st = grt__needs_release(a, &nd);
+  return st ? st : grt__caching_reserve(a, &nd);
+}
+
+/* The device may still fail a free or unmap for its own host memory: the
+ * release stops there (what it released stays released) and reports it. */
+grt_status grt__caching_empty_cache_commit(grt_allocator *a) {
   caching *c = a->impl;
   /* idle = empty_cache calls a free segment has sat through unused, this one not counted */
-  grt__caching_release_cached(a, a->cfg.empty_cache_idle_cycles);
+  grt_status st = grt__caching_release_cached(a, a->cfg.empty_cache_idle_cycles);
+  if (st) return st;
   c->small.cycle++;
   c->large.cycle++;
   return GRT_OK;
+}
+
+grt_status grt__caching_empty_cache(grt_allocator *a) {
+  grt_status st = grt__caching_empty_cache_reserve(a);
+  return st ? st : grt__caching_empty_cache_commit(a);
 }

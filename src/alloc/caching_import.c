@@ -4,7 +4,8 @@
  * exist when recording begins. The replayer recreates them here — segments at
  * their recorded addresses, live blocks at their recorded offsets — so that the
  * replay starts from the same layout PyTorch had. Imported segments count as
- * reserved memory but not as device mallocs of the replay.
+ * reserved memory but not as device mallocs of the replay. Both calls reserve
+ * their structs and inserts first: a failure changes nothing.
  */
 #include <stdlib.h>
 
@@ -14,34 +15,28 @@ grt_status grt__caching_import_segment(grt_allocator *a, grt_devptr base, uint64
                                        int is_large) {
   caching *c = a->impl;
   cpool *pool = is_large ? &c->large : &c->small;
-  cseg *s = calloc(1, sizeof *s);
-  cblock *b = grt__cblock_new(c);
-  if (!s || !b || !grt__pool_bins(pool, stream, 1)) {
-    free(s);
-    if (b) grt__cblock_release(c, b);
-    return GRT_ERR_NOMEM;
-  }
-  grt_status st = grt_device_malloc_at(a->dev, base, size);
-  if (st) {
-    free(s);
-    grt__cblock_release(c, b);
+  cneeds nd;
+  grt__needs_init(&nd);
+  nd.segs = nd.blocks = 1;
+  grt_status st = grt__needs_bins(c, &nd, pool, stream, 1);
+  if (st || (st = grt__caching_reserve(a, &nd))) return st;
+  if ((st = grt_device_malloc_at(a->dev, base, size))) {
     grt__alloc_set_error(a, "cannot place an imported segment at 0x%llx (+%llu bytes): %s", (unsigned long long)base,
                          (unsigned long long)size, grt_status_str(st));
     return st;
   }
+  cseg *s = grt__caching_take_seg(c);
+  cblock *b = grt__cblock_new(c);
+  assert(s && b); /* reserved */
   *s = (cseg){.base = base, .size = size, .pool = pool, .stream = stream, .head = b};
   b->ptr = base;
   b->size = size;
   b->stream = stream;
   b->pool = pool;
   b->seg = s;
-  if ((st = grt__seg_insert(c, s)) || (st = grt__pool_insert(pool, b))) {
-    grt__seg_remove(c, s);
-    grt_device_free(a->dev, base);
-    free(s);
-    grt__cblock_release(c, b);
-    return st;
-  }
+  st = grt__seg_insert(c, s);
+  assert(st == GRT_OK); /* a table slot was reserved */
+  grt__pool_add(pool, b);
   c->total_allocated_memory += size;
   grt__stat_update2(a->stats.segment, pool->stat_type, 1);
   grt__stat_update2(a->stats.reserved_bytes, pool->stat_type, (int64_t)size);
@@ -83,13 +78,17 @@ grt_status grt__caching_import_block(grt_allocator *a, grt_devptr addr, uint64_t
     return GRT_ERR_INVALID_ARG;
   }
   uint64_t before = addr - b->ptr, after = b->ptr + b->size - addr - size;
+  cneeds nd;
+  grt__needs_init(&nd);
+  nd.blocks = 2;
+  nd.active = 1;
+  grt_status st = grt__needs_bins(c, &nd, b->pool, b->stream, 2);
+  if (st || (st = grt__caching_reserve(a, &nd))) return st;
   cblock *pre = before ? new_free_piece(c, b, b->ptr, before) : NULL;
   cblock *post = after ? new_free_piece(c, b, addr + size, after) : NULL;
-  if ((before && !pre) || (after && !post) || !grt__u64map_put(&c->active, addr, b)) {
-    if (pre) grt__cblock_release(c, pre);
-    if (post) grt__cblock_release(c, post);
-    return GRT_ERR_NOMEM;
-  }
+  bool put = grt__u64map_put(&c->active, addr, b);
+  assert(put && (!before || pre) && (!after || post)); /* reserved */
+  (void)put;
   int64_t n0, b0, n1, b1;
   seg_inactive_split(s, &n0, &b0);
   grt__pool_erase(b->pool, b);
@@ -101,14 +100,14 @@ grt_status grt__caching_import_block(grt_allocator *a, grt_devptr addr, uint64_t
     else
       s->head = pre;
     b->prev = pre;
-    grt__pool_insert(pre->pool, pre);
+    grt__pool_add(pre->pool, pre);
   }
   if (post) {
     post->next = b->next;
     post->prev = b;
     if (b->next) b->next->prev = post;
     b->next = post;
-    grt__pool_insert(post->pool, post);
+    grt__pool_add(post->pool, post);
   }
   b->ptr = addr;
   b->size = size;
