@@ -23,11 +23,13 @@
  * allocated block is in the live map; statistics equal a recount
  * (inactive_split = free blocks in segments split in several blocks).
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc/bins.h"
 #include "policy/zoo.h"
+#include "base/status.h"
 #include "base/u64map.h"
 
 #define ASYNC_CHUNK ((uint64_t)32 << 20)  /* the smallest growth of the pool */
@@ -80,7 +82,8 @@ static void async_destroy(grt_allocator *a) {
       next = b->next;
       free(b);
     }
-    grt__zoo_device_free(a, s->seg.base, s->seg.size);
+    /* teardown (void op): a refusal leaves the segment to the device */
+    grt__ignore(grt__zoo_device_free(a, s->seg.base, s->seg.size));
     free(s);
   }
   grt__segtable_free(&p->segs);
@@ -91,11 +94,13 @@ static void async_destroy(grt_allocator *a) {
 
 /* ---- the free set: inactive_split is counted on the way in and out ---- */
 
-static grt_status insert_free(grt_allocator *a, ablk *b) {
+/* The caller reserved the insert (grt__bins_reserve): it cannot fail. */
+static void add_free(grt_allocator *a, ablk *b) {
   apool *p = a->impl;
   grt_status st = grt__bins_insert(p->free, b->size, b->ptr, b);
-  if (st == GRT_OK && is_split(b)) grt__zoo_account_split(a, b->size, +1);
-  return st;
+  assert(st == GRT_OK);
+  (void)st;
+  if (is_split(b)) grt__zoo_account_split(a, b->size, +1);
 }
 
 static void erase_free(grt_allocator *a, ablk *b) {
@@ -106,60 +111,59 @@ static void erase_free(grt_allocator *a, ablk *b) {
 
 /* ---- segments ---- */
 
-static grt_status new_segment(grt_allocator *a, uint64_t size) {
+/* The device segment of s as one free block b (their structs, the table room
+ * and the insert are reserved). */
+static grt_status new_segment(grt_allocator *a, aseg *s, ablk *b, uint64_t size) {
   apool *p = a->impl;
-  aseg *s = calloc(1, sizeof *s);
-  ablk *b = calloc(1, sizeof *b);
-  grt_status st = s && b ? grt__segtable_reserve(&p->segs, 1) : GRT_ERR_NOMEM;
-  if (st == GRT_OK) st = grt__zoo_device_malloc(a, size, &s->seg.base);
-  if (st == GRT_OK) {
-    *b = (ablk){.ptr = s->seg.base, .size = size, .seg = s};
-    if ((st = insert_free(a, b))) grt__zoo_device_free(a, s->seg.base, size);
-  }
-  if (st) {
-    free(s);
-    free(b);
-    return st;
-  }
+  grt_status st = grt__zoo_device_malloc(a, size, &s->seg.base);
+  if (st) return st;
+  *b = (ablk){.ptr = s->seg.base, .size = size, .seg = s};
+  add_free(a, b);
   s->seg.size = size;
   s->head = b;
   grt__segtable_add(&p->segs, s->seg.base, s->seg.size, s);
   return GRT_OK;
 }
 
-static void release_segment(grt_allocator *a, aseg *s) {
+/* The device's status when it refuses (its own memory): nothing changes then. */
+static grt_status release_segment(grt_allocator *a, aseg *s) {
   apool *p = a->impl;
+  grt_status st = grt__zoo_device_free(a, s->seg.base, s->seg.size);
+  if (st) return st;
   erase_free(a, s->head);
   free(s->head);
   grt__segtable_remove(&p->segs, s->seg.base, s);
-  grt__zoo_device_free(a, s->seg.base, s->seg.size);
   free(s);
+  return GRT_OK;
 }
 
-/* Releases whole free segments, largest first, while reserved bytes exceed target. */
-static void release_down_to(grt_allocator *a, uint64_t target) {
+/* Releases whole free segments, largest first, while reserved bytes exceed
+ * target; stops at a segment the device refuses. */
+static grt_status release_down_to(grt_allocator *a, uint64_t target) {
   apool *p = a->impl;
   grt__bin_entry e;
+  grt_status st = GRT_OK;
   int have = grt__bins_last(p->free, &e);
-  while (have && reserved_now(a) > target) {
+  while (have && reserved_now(a) > target && !st) {
     grt__bin_entry cur = e;
     have = grt__bins_prev(p->free, cur.size, cur.addr, &e);
     ablk *b = cur.value;
-    if (!is_split(b)) release_segment(a, b->seg);
+    if (!is_split(b)) st = release_segment(a, b->seg);
   }
+  return st;
 }
 
 /* Grows the pool for a request of size bytes: a chunk; after trimming the
- * pool's free segments; last, just the request rounded to the granule. */
-static grt_status grow(grt_allocator *a, uint64_t size) {
+ * pool's free segments; last, just the request rounded to the granule. Every
+ * try uses the structs s and b reserved by the caller. */
+static grt_status grow(grt_allocator *a, uint64_t size, aseg *s, ablk *b) {
   uint64_t fit = grt__zoo_round(size, ASYNC_GRANULE);
   uint64_t want = fit > ASYNC_CHUNK ? fit : ASYNC_CHUNK;
-  grt_status st = new_segment(a, want);
-  if (st == GRT_OK || st == GRT_ERR_NOMEM) return st;
-  release_down_to(a, 0);
-  st = new_segment(a, want);
-  if (st && st != GRT_ERR_NOMEM && want > fit) st = new_segment(a, fit);
-  if (st && st != GRT_ERR_NOMEM && fit > size) st = new_segment(a, size);
+  grt_status st = new_segment(a, s, b, want);
+  if (st == GRT_OK || st == GRT_ERR_NOMEM || (st = release_down_to(a, 0))) return st;
+  st = new_segment(a, s, b, want);
+  if (st && st != GRT_ERR_NOMEM && want > fit) st = new_segment(a, s, b, fit);
+  if (st && st != GRT_ERR_NOMEM && fit > size) st = new_segment(a, s, b, size);
   return st;
 }
 
@@ -170,44 +174,57 @@ static ablk *best_fit(apool *p, uint64_t size) {
   return grt__bins_lower_bound(p->free, size, 0, &e) ? e.value : NULL;
 }
 
-/* Cuts the tail of b (just taken from the free set) beyond size into a free block. */
-static grt_status split(grt_allocator *a, ablk *b, uint64_t size) {
-  if (b->size - size < GRT_MIN_BLOCK_SIZE) return GRT_OK;
-  ablk *r = calloc(1, sizeof *r);
-  if (!r) return GRT_ERR_NOMEM;
+/* Cuts the tail of b (just taken from the free set) beyond size into the free
+ * block r (reserved, with its insert); false when there is no tail (r unused). */
+static bool split(grt_allocator *a, ablk *b, uint64_t size, ablk *r) {
+  if (b->size - size < GRT_MIN_BLOCK_SIZE) return false;
   *r = (ablk){.ptr = b->ptr + size, .size = b->size - size, .seg = b->seg, .prev = b, .next = b->next,
               .used = b->used, .stream = b->stream};
   if (b->next) b->next->prev = r;
   b->next = r;
   b->size = size;
-  grt_status st = insert_free(a, r);
-  if (st) { /* undo */
-    b->size += r->size;
-    b->next = r->next;
-    if (r->next) r->next->prev = b;
-    free(r);
-  }
-  return st;
+  add_free(a, r);
+  return true;
+}
+
+/* Everything a malloc may need from host memory, before anything changes: the
+ * split's block, the live entry, two free-set inserts (a new segment's block,
+ * the remainder) and, without a fit, a new segment's structs and table room. */
+static grt_status reserve_malloc(apool *p, bool fit, ablk **r, aseg **s, ablk **sb) {
+  *r = calloc(1, sizeof **r);
+  *s = fit ? NULL : calloc(1, sizeof **s);
+  *sb = fit ? NULL : calloc(1, sizeof **sb);
+  if (*r && (fit || (*s && *sb && !grt__segtable_reserve(&p->segs, 1))) && grt__u64map_reserve(&p->live, 1) &&
+      !grt__bins_reserve(p->free, 2))
+    return GRT_OK;
+  free(*r);
+  free(*s);
+  free(*sb);
+  return GRT_ERR_NOMEM;
 }
 
 static grt_status async_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out) {
   apool *p = a->impl;
   uint64_t rounded = grt__zoo_round(size, GRT_MIN_BLOCK_SIZE);
-  ablk *b = best_fit(p, rounded);
+  ablk *b = best_fit(p, rounded), *r, *sb;
+  aseg *s;
+  grt_status st = reserve_malloc(p, b != NULL, &r, &s, &sb);
+  if (st) return st;
   if (b) {
     a->stats.num_cache_hits++;
+  } else if ((st = grow(a, rounded, s, sb))) {
+    free(r);
+    free(s);
+    free(sb);
+    return grt__zoo_oom(a, st, size, "no free block in the pool fits and the device cannot grow it");
   } else {
-    grt_status st = grow(a, rounded);
-    if (st) return grt__zoo_oom(a, st, size, "no free block in the pool fits and the device cannot grow it");
     b = best_fit(p, rounded);
   }
   erase_free(a, b);
-  grt_status st = grt__u64map_put(&p->live, b->ptr, b) ? GRT_OK : GRT_ERR_NOMEM;
-  if (st == GRT_OK && (st = split(a, b, rounded))) grt__u64map_del(&p->live, b->ptr);
-  if (st) {
-    insert_free(a, b); /* the key it had a moment ago: the bins have room */
-    return st;
-  }
+  bool put = grt__u64map_put(&p->live, b->ptr, b);
+  assert(put); /* room reserved */
+  (void)put;
+  if (!split(a, b, rounded, r)) free(r);
   if (b->used && b->stream != stream) a->stats.cross_stream_syncs++; /* reuse after another stream's free */
   b->allocated = 1;
   b->used = 1;
@@ -248,6 +265,7 @@ static grt_status async_free(grt_allocator *a, grt_devptr ptr) {
   apool *p = a->impl;
   ablk *b = grt__u64map_get(&p->live, ptr);
   if (!b) return classify(a, ptr);
+  if (grt__bins_reserve(p->free, 1)) return GRT_ERR_NOMEM; /* the merged block's insert, before any change */
   grt__u64map_del(&p->live, ptr);
   grt__zoo_account(a, b->size, b->requested, -1);
   b->allocated = 0;
@@ -264,8 +282,8 @@ static grt_status async_free(grt_allocator *a, grt_devptr ptr) {
   }
   b->stream = stream;
   b->used = 1;
-  /* Cannot fail in practice: the bins just released at least as many entries as this adds. */
-  return insert_free(a, b);
+  add_free(a, b);
+  return GRT_OK;
 }
 
 static grt_status async_record_stream(grt_allocator *a, grt_devptr ptr, grt_stream_id stream) {
@@ -275,9 +293,9 @@ static grt_status async_record_stream(grt_allocator *a, grt_devptr ptr, grt_stre
 
 /* A sync point: the release threshold applies. */
 static grt_status async_empty_cache(grt_allocator *a) {
-  a->stats.num_sync_all_streams++;
-  release_down_to(a, ((apool *)a->impl)->release_threshold);
-  return GRT_OK;
+  grt_status st = release_down_to(a, ((apool *)a->impl)->release_threshold);
+  if (!st) a->stats.num_sync_all_streams++;
+  return st;
 }
 
 static grt_status async_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size, uint64_t *requested) {
@@ -401,8 +419,7 @@ static grt_status async_get(grt_allocator *a, const char *key, uint64_t *value) 
 grt_status grt_alloc_async_trim_to(grt_allocator *a, uint64_t bytes) {
   grt_status st = grt__zoo_enter(a, &grt__async_ops);
   if (st) return st;
-  release_down_to(a, bytes);
-  return grt__zoo_leave(a, GRT_OK);
+  return grt__zoo_leave(a, release_down_to(a, bytes));
 }
 
 const grt__alloc_ops grt__async_ops = {

@@ -8,12 +8,14 @@
  * once; nothing is ever returned to the device before destroy (a heap, not a
  * cache: empty_cache is a no-op).
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "alloc/allocator_impl.h"
-#include "policy/range_alloc.h"
+#include "base/status.h"
 #include "base/u64map.h"
+#include "policy/range_alloc.h"
 
 typedef struct fblock {
   uint64_t size, requested;
@@ -45,7 +47,7 @@ static void bf_destroy(grt_allocator *a) {
   grt__u64map_free(&b->live);
   if (b->range) {
     grt__range_destroy(b->range);
-    grt_device_free(a->dev, b->base);
+    grt__ignore(grt_device_free(a->dev, b->base)); /* teardown (void op): a refusal leaves the arena to the device */
   }
   free(b);
 }
@@ -54,7 +56,7 @@ static void bf_destroy(grt_allocator *a) {
 static grt_status arena(grt_allocator *a, bestfit *b) {
   if (b->range) return GRT_OK;
   grt_device_stats ds;
-  grt_device_get_stats(a->dev, &ds);
+  grt__ignore(grt_device_get_stats(a->dev, &ds)); /* a device and a buffer: it cannot fail */
   uint64_t cap = ds.largest_hole / GRT_MIN_BLOCK_SIZE * GRT_MIN_BLOCK_SIZE;
   if (!cap) return GRT_ERR_OOM;
   grt_status st = grt__range_create(cap, GRT__INDEX_BINS, &b->range);
@@ -80,17 +82,22 @@ static void account(grt_allocator *a, const fblock *f, int sign) {
   grt__stat_update2(a->stats.requested_bytes, pool, sign * (int64_t)f->requested);
 }
 
+/* The block record and its map entry come first, so that nothing after the
+ * arena's device malloc needs host memory but the range allocator's split,
+ * which changes nothing when it fails (and cannot, on the fresh range of a
+ * first call: it holds nodes for its first splits). */
 static grt_status bf_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out) {
   bestfit *b = a->impl;
-  grt_status st = arena(a, b);
   uint64_t rounded = (size + GRT_MIN_BLOCK_SIZE - 1) / GRT_MIN_BLOCK_SIZE * GRT_MIN_BLOCK_SIZE;
   uint64_t off = 0;
-  fblock *f = NULL;
-  if (!st) st = (f = malloc(sizeof *f)) ? grt__range_alloc(b->range, rounded, &off) : GRT_ERR_NOMEM;
+  fblock *f = malloc(sizeof *f);
+  grt_status st = f && grt__u64map_reserve(&b->live, 1) ? arena(a, b) : GRT_ERR_NOMEM;
+  if (!st) st = grt__range_alloc(b->range, rounded, &off);
   if (st == GRT_ERR_SIZE) st = GRT_ERR_OOM; /* larger than the whole arena */
-  if (!st && !grt__u64map_put(&b->live, b->base + off, f)) {
-    grt__range_free(b->range, off);
-    st = GRT_ERR_NOMEM;
+  if (!st) {
+    bool put = grt__u64map_put(&b->live, b->base + off, f);
+    assert(put); /* room reserved */
+    (void)put;
   }
   if (st) {
     free(f);

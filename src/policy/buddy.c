@@ -18,10 +18,12 @@
  * statistics equal a recount (inactive_split = free blocks below the top order).
  * Whole free segments stay cached until empty_cache or a device OOM.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "policy/zoo.h"
+#include "base/status.h"
 #include "base/u64map.h"
 
 #define BUDDY_MIN_ORDER 9
@@ -76,7 +78,8 @@ static void buddy_destroy(grt_allocator *a) {
   void *k;
   while (grt__u64map_next(&b->blocks, &it, NULL, &k)) free(k);
   for (size_t i = 0; i < b->segs.n; i++) {
-    grt__zoo_device_free(a, seg_at(b, i)->seg.base, seg_at(b, i)->seg.size);
+    /* teardown (void op): a refusal leaves the segment to the device */
+    grt__ignore(grt__zoo_device_free(a, seg_at(b, i)->seg.base, seg_at(b, i)->seg.size));
     free(seg_at(b, i));
   }
   grt__segtable_free(&b->segs);
@@ -131,21 +134,40 @@ static void coalesce_insert(grt_allocator *a, bbk *k) {
 
 /* ---- segments ---- */
 
-static grt_status new_segment(grt_allocator *a, unsigned top) {
+/* Block structs a malloc may need (one per split and the new segment's),
+ * allocated before anything changes; what is left is freed at the end. */
+typedef struct spares {
+  bbk *k[BUDDY_ORDERS + 1];
+  unsigned n;
+} spares;
+
+static bool spares_fill(spares *p, unsigned n) {
+  while (p->n < n) {
+    bbk *k = calloc(1, sizeof *k);
+    if (!k) return false;
+    p->k[p->n++] = k;
+  }
+  return true;
+}
+
+static bbk *spares_take(spares *p) {
+  assert(p->n); /* filled for every split */
+  return p->k[--p->n];
+}
+
+static void spares_free(spares *p) {
+  while (p->n) free(p->k[--p->n]);
+}
+
+/* The device segment of s, of order top, as one free block k (the structs,
+ * the table room and the map entry are reserved). */
+static grt_status new_segment(grt_allocator *a, bseg *s, bbk *k, unsigned top) {
   buddy *b = a->impl;
-  bseg *s = calloc(1, sizeof *s);
-  bbk *k = calloc(1, sizeof *k);
-  grt_status st = (s && k) ? grt__segtable_reserve(&b->segs, 1) : GRT_ERR_NOMEM;
-  if (st == GRT_OK) st = grt__zoo_device_malloc(a, bytes_of(top), &s->seg.base);
-  if (st == GRT_OK && !grt__u64map_put(&b->blocks, s->seg.base, k)) {
-    grt__zoo_device_free(a, s->seg.base, bytes_of(top));
-    st = GRT_ERR_NOMEM;
-  }
-  if (st) {
-    free(s);
-    free(k);
-    return st;
-  }
+  grt_status st = grt__zoo_device_malloc(a, bytes_of(top), &s->seg.base);
+  if (st) return st;
+  bool put = grt__u64map_put(&b->blocks, s->seg.base, k);
+  assert(put);
+  (void)put;
   s->seg.size = bytes_of(top);
   s->top = top;
   grt__segtable_add(&b->segs, s->seg.base, s->seg.size, s);
@@ -159,31 +181,38 @@ static int segment_is_free(const buddy *b, const bseg *s) {
   return k->is_free && k->order == s->top;
 }
 
-static void release_free_segments(grt_allocator *a) {
+/* Stops at the first segment the device refuses (its own memory), which stays. */
+static grt_status release_free_segments(grt_allocator *a) {
   buddy *b = a->impl;
   for (size_t i = b->segs.n; i-- > 0;) {
     bseg *s = seg_at(b, i);
     if (!segment_is_free(b, s)) continue;
+    grt_status st = grt__zoo_device_free(a, s->seg.base, s->seg.size);
+    if (st) return st;
     bbk *k = grt__u64map_del(&b->blocks, s->seg.base);
     pop_free(a, k);
     free(k);
     grt__segtable_remove(&b->segs, s->seg.base, s);
-    grt__zoo_device_free(a, s->seg.base, s->seg.size);
     free(s);
   }
+  return GRT_OK;
+}
+
+/* The order of a new segment for order k: the configured size, or 2^k when larger. */
+static unsigned grow_order(const buddy *b, unsigned k) {
+  unsigned top = order_for(b->seg_size);
+  return top < k ? k : top;
 }
 
 /* A new segment able to hold order k: the configured size; after releasing the
- * cached free segments; last, a segment of exactly 2^k. */
-static grt_status grow(grt_allocator *a, unsigned k) {
-  buddy *b = a->impl;
-  unsigned top = order_for(b->seg_size);
-  if (top < k) top = k;
-  grt_status st = new_segment(a, top);
-  if (st == GRT_OK || st == GRT_ERR_NOMEM) return st;
-  release_free_segments(a);
-  st = new_segment(a, top);
-  if (st && st != GRT_ERR_NOMEM && top > k) st = new_segment(a, k);
+ * cached free segments; last, a segment of exactly 2^k. s and its block k come
+ * reserved (freed by the caller on failure). */
+static grt_status grow(grt_allocator *a, unsigned k, bseg *s, bbk *blk) {
+  unsigned top = grow_order(a->impl, k);
+  grt_status st = new_segment(a, s, blk, top);
+  if (st == GRT_OK || st == GRT_ERR_NOMEM || (st = release_free_segments(a))) return st;
+  st = new_segment(a, s, blk, top);
+  if (st && st != GRT_ERR_NOMEM && top > k) st = new_segment(a, s, blk, k);
   return st;
 }
 
@@ -195,23 +224,33 @@ static bbk *lowest_free(const buddy *b, unsigned k) {
   return NULL;
 }
 
-/* Splits k (taken off its list) down to order `want`; the upper halves go free.
- * On host OOM, merges back and returns GRT_ERR_NOMEM. */
-static grt_status split_to(grt_allocator *a, bbk *k, unsigned want) {
+/* Splits k (taken off its list) down to order `want`; the upper halves go
+ * free. Their structs and map entries are reserved. */
+static void split_to(grt_allocator *a, bbk *k, unsigned want, spares *sp) {
   buddy *b = a->impl;
   while (k->order > want) {
-    bbk *upper = calloc(1, sizeof *upper);
+    bbk *upper = spares_take(sp);
     k->order--;
-    if (upper) *upper = (bbk){.ptr = k->ptr + bytes_of(k->order), .seg = k->seg, .order = k->order};
-    if (!upper || !grt__u64map_put(&b->blocks, upper->ptr, upper)) {
-      free(upper);
-      k->order++;
-      coalesce_insert(a, k);
-      return GRT_ERR_NOMEM;
-    }
+    *upper = (bbk){.ptr = k->ptr + bytes_of(k->order), .seg = k->seg, .order = k->order};
+    bool put = grt__u64map_put(&b->blocks, upper->ptr, upper);
+    assert(put);
+    (void)put;
     push_free(a, upper);
   }
-  return GRT_OK;
+}
+
+/* Everything a malloc may need from host memory, before anything changes:
+ * the split halves' structs and map entries, and for a new segment its struct,
+ * its block's struct, map entry and table room. */
+static grt_status reserve_malloc(buddy *b, const bbk *blk, unsigned k, spares *sp, bseg **seg) {
+  unsigned need = blk ? blk->order - k : grow_order(b, k) - k + 1;
+  *seg = blk ? NULL : calloc(1, sizeof **seg);
+  if ((blk || (*seg && !grt__segtable_reserve(&b->segs, 1))) && spares_fill(sp, need) &&
+      grt__u64map_reserve(&b->blocks, need))
+    return GRT_OK;
+  free(*seg);
+  spares_free(sp);
+  return GRT_ERR_NOMEM;
 }
 
 static grt_status buddy_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out) {
@@ -219,16 +258,25 @@ static grt_status buddy_malloc(grt_allocator *a, uint64_t size, grt_stream_id st
   (void)stream; /* one heap for every stream */
   unsigned k = order_for(size);
   bbk *blk = lowest_free(b, k);
+  spares sp = {.n = 0};
+  bseg *seg;
+  grt_status st = reserve_malloc(b, blk, k, &sp, &seg);
+  if (st) return st;
   if (blk) {
     a->stats.num_cache_hits++;
   } else {
-    grt_status st = grow(a, k);
-    if (st) return grt__zoo_oom(a, st, size, "no free block of that order and the device cannot supply a segment");
+    bbk *first = spares_take(&sp);
+    if ((st = grow(a, k, seg, first))) {
+      free(first);
+      free(seg);
+      spares_free(&sp);
+      return grt__zoo_oom(a, st, size, "no free block of that order and the device cannot supply a segment");
+    }
     blk = lowest_free(b, k);
   }
   pop_free(a, blk);
-  grt_status st = split_to(a, blk, k);
-  if (st) return st;
+  split_to(a, blk, k, &sp);
+  spares_free(&sp);
   blk->requested = size;
   grt__zoo_account(a, bytes_of(k), size, +1);
   *out = blk->ptr;
@@ -274,10 +322,7 @@ static grt_status buddy_record_stream(grt_allocator *a, grt_devptr ptr, grt_stre
   return live_block(a->impl, ptr) ? GRT_OK : classify(a, ptr);
 }
 
-static grt_status buddy_empty_cache(grt_allocator *a) {
-  release_free_segments(a);
-  return GRT_OK;
-}
+static grt_status buddy_empty_cache(grt_allocator *a) { return release_free_segments(a); }
 
 static grt_status buddy_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size, uint64_t *requested) {
   const bbk *k = live_block(a->impl, ptr);

@@ -17,6 +17,7 @@
  * The block records exist for checking, block_info and bad-pointer errors; a
  * real bump allocator would keep only the counters.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,12 +72,17 @@ static void drop_blocks(grt_allocator *a, barena *ar, int count) {
   ar->live = ar->live_bytes = ar->top = 0;
 }
 
-static void release_arena(grt_allocator *a, barena *ar) {
-  bump *b = a->impl;
+static void forget_arena(bump *b, barena *ar) {
   grt__segtable_remove(&b->arenas, ar->seg.base, ar);
   if (b->current == ar) b->current = NULL;
-  grt__zoo_device_free(a, ar->seg.base, ar->seg.size);
   free(ar);
+}
+
+/* The device's status when it refuses (its own memory): nothing changes then. */
+static grt_status release_arena(grt_allocator *a, barena *ar) {
+  grt_status st = grt__zoo_device_free(a, ar->seg.base, ar->seg.size);
+  if (!st) forget_arena(a->impl, ar);
+  return st;
 }
 
 static void bump_destroy(grt_allocator *a) {
@@ -84,18 +90,20 @@ static void bump_destroy(grt_allocator *a) {
   while (b->arenas.n) {
     barena *ar = arena_at(b, b->arenas.n - 1);
     drop_blocks(a, ar, 0);
-    release_arena(a, ar);
+    if (release_arena(a, ar)) forget_arena(b, ar); /* teardown (void op): a refusal leaves it to the device */
   }
   grt__segtable_free(&b->arenas);
   grt__u64map_free(&b->live);
   free(b);
 }
 
-/* Returns every arena with no live block to the device. */
-static void release_empty(grt_allocator *a) {
+/* Returns every arena with no live block to the device; stops at the first the device refuses. */
+static grt_status release_empty(grt_allocator *a) {
   bump *b = a->impl;
-  for (size_t i = b->arenas.n; i-- > 0;)
-    if (arena_at(b, i)->live == 0) release_arena(a, arena_at(b, i));
+  grt_status st = GRT_OK;
+  for (size_t i = b->arenas.n; i-- > 0 && !st;)
+    if (arena_at(b, i)->live == 0) st = release_arena(a, arena_at(b, i));
+  return st;
 }
 
 static int has_room(const barena *ar, uint64_t size) { return ar->seg.size - ar->top >= size; }
@@ -108,32 +116,34 @@ static barena *find_room(bump *b, uint64_t size) {
   return NULL;
 }
 
-static grt_status new_arena(grt_allocator *a, uint64_t size, barena **out) {
+/* The device segment of ar (its struct and table room are reserved). */
+static grt_status new_arena(grt_allocator *a, barena *ar, uint64_t size) {
   bump *b = a->impl;
-  barena *ar = calloc(1, sizeof *ar);
-  grt_status st = ar ? grt__segtable_reserve(&b->arenas, 1) : GRT_ERR_NOMEM;
-  if (st == GRT_OK) st = grt__zoo_device_malloc(a, size, &ar->seg.base);
-  if (st) {
-    free(ar);
-    return st;
-  }
+  grt_status st = grt__zoo_device_malloc(a, size, &ar->seg.base);
+  if (st) return st;
   ar->seg.size = size;
   grt__segtable_add(&b->arenas, ar->seg.base, ar->seg.size, ar);
-  *out = ar;
   return GRT_OK;
 }
 
 /* A new arena for a request of size bytes: the configured size first; when the
- * device says no, after returning the empty arenas; last, exactly size bytes. */
+ * device says no, after returning the empty arenas; last, exactly size bytes.
+ * Its host memory comes first: after the release only the device can fail. */
 static grt_status grow(grt_allocator *a, uint64_t size, barena **out) {
   bump *b = a->impl;
   uint64_t want = size > b->arena_size ? size : b->arena_size;
-  grt_status st = new_arena(a, want, out);
-  if (st == GRT_OK || st == GRT_ERR_NOMEM) return st;
-  release_empty(a);
-  st = new_arena(a, want, out);
-  if (st && st != GRT_ERR_NOMEM && want > size) st = new_arena(a, size, out);
-  return st;
+  barena *ar = calloc(1, sizeof *ar);
+  grt_status st = ar ? grt__segtable_reserve(&b->arenas, 1) : GRT_ERR_NOMEM;
+  if (!st && (st = new_arena(a, ar, want)) && st != GRT_ERR_NOMEM && !(st = release_empty(a))) {
+    st = new_arena(a, ar, want);
+    if (st && st != GRT_ERR_NOMEM && want > size) st = new_arena(a, ar, size);
+  }
+  if (st) {
+    free(ar);
+    return st;
+  }
+  *out = ar;
+  return GRT_OK;
 }
 
 static grt_status bump_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out) {
@@ -141,7 +151,10 @@ static grt_status bump_malloc(grt_allocator *a, uint64_t size, grt_stream_id str
   (void)stream; /* one arena set for every stream: phases order the work */
   uint64_t rounded = grt__zoo_round(size, GRT_MIN_BLOCK_SIZE);
   bblock *k = calloc(1, sizeof *k);
-  if (!k) return GRT_ERR_NOMEM;
+  if (!k || !grt__u64map_reserve(&b->live, 1)) { /* before the device: a failure changes nothing */
+    free(k);
+    return GRT_ERR_NOMEM;
+  }
   barena *ar = find_room(b, rounded);
   if (ar) {
     a->stats.num_cache_hits++;
@@ -153,10 +166,9 @@ static grt_status bump_malloc(grt_allocator *a, uint64_t size, grt_stream_id str
     }
   }
   *k = (bblock){ar->seg.base + ar->top, rounded, size, ar, ar->tail, NULL};
-  if (!grt__u64map_put(&b->live, k->ptr, k)) {
-    free(k);
-    return GRT_ERR_NOMEM;
-  }
+  bool put = grt__u64map_put(&b->live, k->ptr, k);
+  assert(put); /* room reserved */
+  (void)put;
   if (ar->tail) ar->tail->next = k; else ar->head = k;
   ar->tail = k;
   ar->top += rounded;
@@ -209,10 +221,7 @@ static grt_status bump_record_stream(grt_allocator *a, grt_devptr ptr, grt_strea
   return grt__u64map_get(&b->live, ptr) ? GRT_OK : classify(a, ptr);
 }
 
-static grt_status bump_empty_cache(grt_allocator *a) {
-  release_empty(a);
-  return GRT_OK;
-}
+static grt_status bump_empty_cache(grt_allocator *a) { return release_empty(a); }
 
 static grt_status bump_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size, uint64_t *requested) {
   bump *b = a->impl;

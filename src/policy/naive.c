@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <assert.h>
+
 #include "alloc/allocator_impl.h"
+#include "base/status.h"
 #include "base/u64map.h"
 
 typedef struct nblock {
@@ -32,7 +35,7 @@ static void naive_destroy(grt_allocator *a) {
   uint64_t addr;
   void *b;
   while (grt__u64map_next(&n->live, &it, &addr, &b)) {
-    grt_device_free(a->dev, addr);
+    grt__ignore(grt_device_free(a->dev, addr)); /* teardown (void op): a refusal leaves the segment to the device */
     free(b);
   }
   grt__u64map_free(&n->live);
@@ -55,7 +58,10 @@ static void account(grt_allocator *a, const nblock *b, int sign) {
 static grt_status naive_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out) {
   naive *n = a->impl;
   nblock *b = malloc(sizeof *b);
-  if (!b) return GRT_ERR_NOMEM;
+  if (!b || !grt__u64map_reserve(&n->live, 1)) { /* before the device: a failure changes nothing */
+    free(b);
+    return GRT_ERR_NOMEM;
+  }
   uint64_t rounded = (size + GRT_MIN_BLOCK_SIZE - 1) / GRT_MIN_BLOCK_SIZE * GRT_MIN_BLOCK_SIZE;
   grt_devptr p;
   grt_status st = grt_device_malloc(a->dev, rounded, &p);
@@ -65,7 +71,7 @@ static grt_status naive_malloc(grt_allocator *a, uint64_t size, grt_stream_id st
     if (st == GRT_ERR_OOM) {
       a->stats.num_ooms++;
       grt_device_stats ds;
-      grt_device_get_stats(a->dev, &ds);
+      grt__ignore(grt_device_get_stats(a->dev, &ds)); /* a device and a buffer: it cannot fail */
       char want[32], fr[32], hole[32];
       grt__alloc_set_error(a, "out of memory: tried to allocate %s; %s free on the device but the largest hole is %s",
                            grt_format_bytes(size, want, sizeof want), grt_format_bytes(ds.free_bytes, fr, sizeof fr),
@@ -74,11 +80,9 @@ static grt_status naive_malloc(grt_allocator *a, uint64_t size, grt_stream_id st
     return st;
   }
   *b = (nblock){rounded, size, stream};
-  if (!grt__u64map_put(&n->live, p, b)) {
-    grt_device_free(a->dev, p);
-    free(b);
-    return GRT_ERR_NOMEM;
-  }
+  bool put = grt__u64map_put(&n->live, p, b);
+  assert(put); /* room reserved */
+  (void)put;
   a->stats.num_device_alloc++;
   account(a, b, +1);
   *out = p;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "alloc/allocator_impl.h"
+#include "alloc/caching.h" /* the two halves of a shard's empty_cache; base/status.h */
 
 typedef struct sharded {
   unsigned n;
@@ -38,7 +39,8 @@ static unsigned mix(uint64_t x, unsigned n) {
 
 static void sharded_destroy(grt_allocator *a) {
   sharded *s = a->impl;
-  for (unsigned i = 0; i < s->n; i++) grt_alloc_destroy(s->shard[i]);
+  /* GRT_OK for any allocator; no array when create ran out of memory for it */
+  for (unsigned i = 0; s->shard && i < s->n; i++) grt__ignore(grt_alloc_destroy(s->shard[i]));
   free(s->shard);
   free(s);
 }
@@ -123,10 +125,24 @@ static grt_status sharded_block_info(grt_allocator *a, grt_devptr ptr, uint64_t 
   return st;
 }
 
+/* Every shard or none: each shard's reservation under its lock (taken in
+ * index order, the only place that holds several), then every release. */
 static grt_status sharded_empty_cache(grt_allocator *a) {
   sharded *s = a->impl;
-  for (unsigned i = 0; i < s->n; i++) grt_alloc_empty_cache(s->shard[i]);
-  return GRT_OK;
+  grt_status st = GRT_OK;
+  unsigned locked = 0;
+  while (locked < s->n && !st) {
+    pthread_mutex_lock(&s->shard[locked]->lock);
+    st = grt__caching_empty_cache_reserve(s->shard[locked++]);
+  }
+  for (unsigned i = 0; i < s->n && !st; i++) st = grt__caching_empty_cache_commit(s->shard[i]);
+  while (locked) pthread_mutex_unlock(&s->shard[--locked]->lock);
+  if (st) {
+    pthread_mutex_lock(&a->err_lock);
+    grt__alloc_set_error(a, "empty_cache: %s", grt_status_str(st));
+    pthread_mutex_unlock(&a->err_lock);
+  }
+  return st;
 }
 
 static void add_stat(grt_stat *dst, const grt_stat *src, int n) {
@@ -144,7 +160,7 @@ static void sharded_stats(grt_allocator *a, grt_alloc_stats *out) {
   memset(&sum, 0, sizeof sum);
   for (unsigned i = 0; i < s->n; i++) {
     grt_alloc_stats t;
-    grt_alloc_get_stats(s->shard[i], &t);
+    grt__ignore(grt_alloc_get_stats(s->shard[i], &t)); /* a shard and a buffer: it cannot fail */
 #define ARR(f) add_stat(sum.f, t.f, GRT_STAT_TYPES)
     ARR(allocation), ARR(segment), ARR(active), ARR(inactive_split), ARR(allocated_bytes);
     ARR(reserved_bytes), ARR(active_bytes), ARR(inactive_split_bytes), ARR(requested_bytes);
@@ -167,8 +183,9 @@ static void sharded_stats(grt_allocator *a, grt_alloc_stats *out) {
 
 static grt_status sharded_reset_peaks(grt_allocator *a) {
   sharded *s = a->impl;
-  for (unsigned i = 0; i < s->n; i++) grt_alloc_reset_peak_stats(s->shard[i]);
-  return GRT_OK;
+  grt_status st = GRT_OK;
+  for (unsigned i = 0; i < s->n; i++) grt__keep_first(&st, grt_alloc_reset_peak_stats(s->shard[i]));
+  return st;
 }
 
 static int cmp_seg(const void *x, const void *y) {

@@ -20,11 +20,13 @@
  * size; inactive_split is always 0: pages are never split). Segments with no
  * used page go back to the device on empty_cache.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc/bins.h"
 #include "policy/zoo.h"
+#include "base/status.h"
 #include "base/u64map.h"
 
 #define SLAB_DEFAULT_PAGE ((uint64_t)2 << 20)
@@ -45,12 +47,35 @@ typedef struct spage {
   size_t stack_pos; /* slot in the free stack, or NOT_STACKED */
 } spage;
 
+typedef struct gmem gmem;
+
 typedef struct sseg {
   grt__zseg seg; /* its range (the segment table keeps a copy) */
   size_t n_pages, n_used;
   spage *pages;
   struct sseg *undo; /* segments added by the malloc in progress */
+  gmem *mem;         /* where this struct and its page records live */
 } sseg;
+
+/* The host memory of the segments one gather may add, in one piece taken
+ * before its first device call: segment structs and page records, handed out
+ * in order. Its segments share it; the last one released frees it. */
+struct gmem {
+  size_t refs; /* segments living in it */
+  size_t n_segs, n_recs, used_segs, used_recs;
+  sseg *segs;
+  spage *recs;
+};
+
+static gmem *gmem_new(size_t n_segs, size_t n_recs) {
+  gmem *m = calloc(1, sizeof *m + n_segs * sizeof(sseg) + n_recs * sizeof(spage));
+  if (!m) return NULL;
+  m->n_segs = n_segs;
+  m->n_recs = n_recs;
+  m->segs = (sseg *)(m + 1);
+  m->recs = (spage *)(m->segs + n_segs);
+  return m;
+}
 
 typedef struct slab {
   grt__segtable segs;    /* sseg*, by base */
@@ -115,27 +140,19 @@ static void unstack(slab *s, size_t pos) {
 
 /* ---- segments ---- */
 
-static grt_status add_segment(grt_allocator *a, size_t n_pages, sseg **out) {
+/* A device segment of n_pages pages; its struct and page records come from m,
+ * the stack and the table have room (gather_room). */
+static grt_status add_segment(grt_allocator *a, gmem *m, size_t n_pages, sseg **out) {
   slab *s = a->impl;
-  if (s->n_pages + n_pages > s->cap_stack) { /* the stack must be able to hold every page */
-    size_t cap = s->cap_stack * 2 > s->n_pages + n_pages ? s->cap_stack * 2 : s->n_pages + n_pages;
-    grt_devptr *st = realloc(s->stack, cap * sizeof *st);
-    if (!st) return GRT_ERR_NOMEM;
-    s->stack = st;
-    s->cap_stack = cap;
-  }
-  sseg *g = calloc(1, sizeof *g);
-  spage *pages = calloc(n_pages, sizeof *pages);
-  grt_status st = g && pages ? grt__segtable_reserve(&s->segs, 1) : GRT_ERR_NOMEM;
-  if (st == GRT_OK) st = grt__zoo_device_malloc(a, n_pages * s->page_size, &g->seg.base);
-  if (st) {
-    free(g);
-    free(pages);
-    return st;
-  }
-  g->seg.size = n_pages * s->page_size;
-  g->n_pages = n_pages;
-  g->pages = pages;
+  grt_devptr base;
+  grt_status st = grt__zoo_device_malloc(a, n_pages * s->page_size, &base);
+  if (st) return st;
+  assert(m->used_segs < m->n_segs && m->used_recs + n_pages <= m->n_recs);
+  sseg *g = &m->segs[m->used_segs++];
+  spage *pages = m->recs + m->used_recs;
+  m->used_recs += n_pages;
+  m->refs++;
+  *g = (sseg){.seg = {base, n_pages * s->page_size}, .n_pages = n_pages, .pages = pages, .mem = m};
   s->n_pages += n_pages;
   grt__segtable_add(&s->segs, g->seg.base, g->seg.size, g);
   for (size_t i = 0; i < n_pages; i++) push_page(s, g->seg.base + i * s->page_size, &pages[i]);
@@ -143,15 +160,19 @@ static grt_status add_segment(grt_allocator *a, size_t n_pages, sseg **out) {
   return GRT_OK;
 }
 
-static void release_segment(grt_allocator *a, sseg *g) {
-  slab *s = a->impl;
+static void forget_segment(slab *s, sseg *g) {
   for (size_t i = 0; i < g->n_pages; i++)
     if (g->pages[i].stack_pos != NOT_STACKED) unstack(s, g->pages[i].stack_pos);
   grt__segtable_remove(&s->segs, g->seg.base, g);
   s->n_pages -= g->n_pages;
-  grt__zoo_device_free(a, g->seg.base, g->seg.size);
-  free(g->pages);
-  free(g);
+  if (--g->mem->refs == 0) free(g->mem);
+}
+
+/* The device's status when it refuses (its own memory): nothing changes then. */
+static grt_status release_segment(grt_allocator *a, sseg *g) {
+  grt_status st = grt__zoo_device_free(a, g->seg.base, g->seg.size);
+  if (!st) forget_segment(a->impl, g);
+  return st;
 }
 
 static void slab_destroy(grt_allocator *a) {
@@ -162,7 +183,7 @@ static void slab_destroy(grt_allocator *a) {
   while (s->segs.n) {
     sseg *g = seg_at(s, s->segs.n - 1);
     for (size_t i = 0; i < g->n_pages; i++) g->pages[i].owner = NULL;
-    release_segment(a, g);
+    if (release_segment(a, g)) forget_segment(s, g); /* teardown (void op): a refusal leaves it to the device */
   }
   grt__segtable_free(&s->segs);
   grt__u64map_free(&s->live);
@@ -171,18 +192,39 @@ static void slab_destroy(grt_allocator *a) {
   free(s);
 }
 
+/* Everything a gather may need from host memory, before its first device
+ * call. It adds at most `missing` segments: the first try of k >= missing
+ * pages, or tries the device refused followed by segments of at most the
+ * pages still missing each (at most k records in all): stack room for k more
+ * pages, a table slot per segment, the structs. */
+static grt_status gather_room(slab *s, size_t missing, size_t k, gmem **out) {
+  if (s->n_pages + k > s->cap_stack) { /* the stack must be able to hold every page */
+    size_t cap = s->cap_stack * 2 > s->n_pages + k ? s->cap_stack * 2 : s->n_pages + k;
+    grt_devptr *st = realloc(s->stack, cap * sizeof *st);
+    if (!st) return GRT_ERR_NOMEM;
+    s->stack = st;
+    s->cap_stack = cap;
+  }
+  if (grt__segtable_reserve(&s->segs, missing)) return GRT_ERR_NOMEM;
+  *out = gmem_new(missing, k);
+  return *out ? GRT_OK : GRT_ERR_NOMEM;
+}
+
 /* Grows the free stack to n pages: segments of the usual size, smaller ones
  * when the device cannot supply that. On failure every segment it added goes
  * back (the call changes nothing). */
 static grt_status gather(grt_allocator *a, size_t n) {
   slab *s = a->impl;
+  if (s->n_free >= n) return GRT_OK;
   sseg *added = NULL;
   size_t k = s->seg_pages > n - s->n_free ? s->seg_pages : n - s->n_free;
-  grt_status st = GRT_OK;
+  gmem *m;
+  grt_status st = gather_room(s, n - s->n_free, k, &m);
+  if (st) return st;
   while (s->n_free < n) {
     size_t missing = n - s->n_free;
     sseg *g;
-    st = add_segment(a, k, &g);
+    st = add_segment(a, m, k, &g);
     if (st == GRT_OK) {
       g->undo = added;
       added = g;
@@ -193,23 +235,24 @@ static grt_status gather(grt_allocator *a, size_t n) {
     k = k > missing ? missing : k / 2;
   }
   if (s->n_free >= n) return GRT_OK;
+  if (!m->used_segs) free(m); /* else the last release below frees it */
+  /* a segment the device refuses to take back stays, whole and free */
   for (sseg *next; added; added = next) {
     next = added->undo;
-    release_segment(a, added);
+    grt_status back = release_segment(a, added);
+    if (back) st = back; /* then the call reports the device's failure, not an OOM */
   }
   return st;
 }
 
 /* ---- malloc / free ---- */
 
-/* Registers al under its handle (and in virt when virtual); nothing changes on failure. */
-static grt_status index_alloc(slab *s, salloc *al) {
-  if (!grt__u64map_put(&s->live, al->handle, al)) return GRT_ERR_NOMEM;
-  if (al->n_pages > 1 && grt__bins_insert(s->virt, 0, al->handle, al)) {
-    grt__u64map_del(&s->live, al->handle);
-    return GRT_ERR_NOMEM;
-  }
-  return GRT_OK;
+/* Registers al under its handle (and in virt when virtual): the room was reserved. */
+static void index_alloc(slab *s, salloc *al) {
+  bool put = grt__u64map_put(&s->live, al->handle, al);
+  grt_status st = al->n_pages > 1 ? grt__bins_insert(s->virt, 0, al->handle, al) : GRT_OK;
+  assert(put && st == GRT_OK);
+  (void)put, (void)st;
 }
 
 static grt_status slab_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out) {
@@ -217,7 +260,10 @@ static grt_status slab_malloc(grt_allocator *a, uint64_t size, grt_stream_id str
   (void)stream; /* one page stack for every stream */
   size_t n = (size_t)((size + s->page_size - 1) / s->page_size);
   salloc *al = calloc(1, sizeof *al + n * sizeof al->pages[0]);
-  if (!al) return GRT_ERR_NOMEM;
+  if (!al || !grt__u64map_reserve(&s->live, 1) || (n > 1 && grt__bins_reserve(s->virt, 1))) {
+    free(al); /* before the device: a failure changes nothing */
+    return GRT_ERR_NOMEM;
+  }
   size_t free_before = s->n_free;
   grt_status st = gather(a, n);
   if (st) {
@@ -229,10 +275,7 @@ static grt_status slab_malloc(grt_allocator *a, uint64_t size, grt_stream_id str
   al->requested = size;
   al->n_pages = n;
   al->handle = n == 1 ? s->stack[s->n_free - 1] : s->virt_next;
-  if ((st = index_alloc(s, al))) {
-    free(al); /* segments just added stay cached: they are whole and free */
-    return st;
-  }
+  index_alloc(s, al);
   if (free_before >= n) a->stats.num_cache_hits++;
   if (n > 1) s->virt_next += n * s->page_size;
   for (size_t i = 0; i < n; i++) {
@@ -299,9 +342,10 @@ static grt_status slab_record_stream(grt_allocator *a, grt_devptr ptr, grt_strea
 
 static grt_status slab_empty_cache(grt_allocator *a) {
   slab *s = a->impl;
-  for (size_t i = s->segs.n; i-- > 0;)
-    if (seg_at(s, i)->n_used == 0) release_segment(a, seg_at(s, i));
-  return GRT_OK;
+  grt_status st = GRT_OK;
+  for (size_t i = s->segs.n; i-- > 0 && !st;)
+    if (seg_at(s, i)->n_used == 0) st = release_segment(a, seg_at(s, i));
+  return st;
 }
 
 static grt_status slab_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *size, uint64_t *requested) {

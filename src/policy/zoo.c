@@ -1,9 +1,9 @@
 /* zoo.c — shared plumbing of the zoo policies (see zoo.h): device segments
  * with their counters, block accounting, the OOM message, the recount
  * comparison and the public-entry lock helpers. */
-#include <assert.h>
 #include <stdlib.h>
 
+#include "base/status.h"
 #include "policy/zoo.h"
 
 /* ---- device segments and accounting ---- */
@@ -17,13 +17,13 @@ grt_status grt__zoo_device_malloc(grt_allocator *a, uint64_t size, grt_devptr *o
   return GRT_OK;
 }
 
-void grt__zoo_device_free(grt_allocator *a, grt_devptr base, uint64_t size) {
+grt_status grt__zoo_device_free(grt_allocator *a, grt_devptr base, uint64_t size) {
   grt_status st = grt_device_free(a->dev, base);
-  (void)st;
-  assert(st == GRT_OK); /* the allocator owns the segment */
+  if (st) return st; /* the allocator owns the segment: only the device's own memory can fail it */
   a->stats.num_device_free++;
   grt__stat_update2(a->stats.segment, GRT__ZOO_POOL, -1);
   grt__stat_update2(a->stats.reserved_bytes, GRT__ZOO_POOL, -(int64_t)size);
+  return GRT_OK;
 }
 
 void grt__zoo_account(grt_allocator *a, uint64_t size, uint64_t requested, int sign) {
@@ -44,7 +44,7 @@ grt_status grt__zoo_oom(grt_allocator *a, grt_status device_status, uint64_t req
   if (device_status == GRT_ERR_NOMEM) return GRT_ERR_NOMEM;
   a->stats.num_ooms++;
   grt_device_stats ds;
-  grt_device_get_stats(a->dev, &ds);
+  grt__ignore(grt_device_get_stats(a->dev, &ds)); /* a device and a buffer: it cannot fail */
   uint64_t allocated = (uint64_t)a->stats.allocated_bytes[GRT_STAT_ALL].current;
   uint64_t reserved = (uint64_t)a->stats.reserved_bytes[GRT_STAT_ALL].current;
   char want[32], fr[32], hole[32], al[32], un[32];

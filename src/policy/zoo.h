@@ -30,8 +30,9 @@ typedef struct grt__zseg {
 
 /* Device malloc of one segment, counted (segment, reserved_bytes, num_device_alloc). */
 grt_status grt__zoo_device_malloc(grt_allocator *a, uint64_t size, grt_devptr *out);
-/* Device free of a segment the allocator owns, counted. */
-void grt__zoo_device_free(grt_allocator *a, grt_devptr base, uint64_t size);
+/* Device free of a segment the allocator owns, counted. The device may fail
+ * it for its own host memory: nothing changes then, and a release stops there. */
+GRT_MUST_CHECK grt_status grt__zoo_device_free(grt_allocator *a, grt_devptr base, uint64_t size);
 /* One block allocated (sign +1) or freed (-1): allocation, active and the byte counts. */
 void grt__zoo_account(grt_allocator *a, uint64_t size, uint64_t requested, int sign);
 /* One free block inside a split segment appears (+1) or disappears (-1). */
