@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "trace/replay_impl.h"
 
 void grt_replay_config_default(grt_replay_config *cfg) {
@@ -120,10 +121,12 @@ grt_status grt__replay_note_imported(grt_replay *r, grt_devptr addr) {
 
 /* ---- create / destroy ---- */
 
-static void free_replay(grt_replay *r) {
-  if (!r) return;
-  grt_alloc_destroy(r->alloc);
-  grt_device_destroy(r->dev);
+/* Frees everything; the first teardown failure (a device still holding
+ * segments) is returned. */
+static grt_status free_replay(grt_replay *r) {
+  if (!r) return GRT_OK;
+  grt_status st = grt_alloc_destroy(r->alloc);
+  grt__keep_first(&st, grt_device_destroy(r->dev));
   free(r->id_ptr);
   free(r->id_size);
   grt__replay_ids_free(&r->ids);
@@ -131,13 +134,15 @@ static void free_replay(grt_replay *r) {
   free(r->series);
   free(r->xlate);
   free(r);
+  return st;
 }
 
 static void take_baseline(grt_replay *r) {
   grt_alloc_stats as;
   grt_device_stats ds;
-  grt_alloc_get_stats(r->alloc, &as);
-  grt_device_get_stats(r->dev, &ds);
+  /* an allocator, a device and buffers: neither can fail */
+  grt__ignore(grt_alloc_get_stats(r->alloc, &as));
+  grt__ignore(grt_device_get_stats(r->dev, &ds));
   r->base_dev_alloc = as.num_device_alloc;
   r->base_dev_free = as.num_device_free;
   r->base_syncs = ds.syncs;
@@ -222,10 +227,7 @@ grt_status grt_replay_rebuild_start(grt_replay *r) {
   return st;
 }
 
-grt_status grt_replay_destroy(grt_replay *r) {
-  free_replay(r);
-  return GRT_OK;
-}
+grt_status grt_replay_destroy(grt_replay *r) { return free_replay(r); }
 
 /* ---- events ---- */
 
@@ -258,11 +260,16 @@ static grt_status do_alloc(grt_replay *r, const grt_trace_event *ev, grt_stream_
   }
   grt_status st = live_reserve(r, ev->id); /* first, so that running out of host memory changes nothing */
   if (st) return st;
-  r->sum.allocs++;
   st = ev->size ? grt_alloc_malloc(r->alloc, ev->size, stream, &p) : GRT_ERR_SIZE;
+  if (st == GRT_ERR_NOMEM) { /* nothing changed but the device's hint, which the device may have used up */
+    grt__replay_set_error(r, "alloc of %llu bytes: %s", (unsigned long long)ev->size, grt_alloc_last_error(r->alloc));
+    grt_status hint_st = grt_device_set_next_address(r->dev, r->hint);
+    return hint_st ? hint_st : st;
+  }
+  r->sum.allocs++;
   if (r->hint) {
     r->hint = 0;
-    grt_device_set_next_address(r->dev, 0);
+    grt__ignore(grt_device_set_next_address(r->dev, 0)); /* 0, no hint, suits every device: it cannot fail */
   }
   if (st == GRT_OK) {
     /* fall through */
@@ -295,7 +302,7 @@ static grt_status do_free(grt_replay *r, const grt_trace_event *ev) {
       if (st) {
         grt__replay_set_error(r, "free of the imported block at 0x%llx failed: %s", (unsigned long long)ev->addr,
                               grt_alloc_last_error(r->alloc));
-        return GRT_ERR_PARSE;
+        return st == GRT_ERR_NOMEM ? st : GRT_ERR_PARSE; /* host memory: nothing changed, the feed may be retried */
       }
       grt__u64map_del(&r->imported, ev->addr);
       r->sum.frees++;
@@ -309,7 +316,7 @@ static grt_status do_free(grt_replay *r, const grt_trace_event *ev) {
     if (st) {
       grt__replay_set_error(r, "free of id %llu (0x%llx) failed: %s", (unsigned long long)ev->id,
                             (unsigned long long)p, grt_alloc_last_error(r->alloc));
-      return GRT_ERR_PARSE;
+      return st == GRT_ERR_NOMEM ? st : GRT_ERR_PARSE; /* host memory: nothing changed, the feed may be retried */
     }
     r->sum.frees++;
     r->live -= size;
@@ -318,56 +325,58 @@ static grt_status do_free(grt_replay *r, const grt_trace_event *ev) {
   return GRT_OK;
 }
 
+/* The device's segments, by address; nomem when one could not be added. */
+typedef struct seg_set {
+  grt__u64map m;
+  bool nomem;
+} seg_set;
+
 static void collect_seg(void *ctx, grt_devptr address, uint64_t size) {
   (void)size;
-  grt__u64map *m = ctx;
-  grt__u64map_put(m, address, (void *)1);
+  seg_set *s = ctx;
+  if (!grt__u64map_put(&s->m, address, (void *)1)) s->nomem = true;
 }
 
-typedef struct released {
-  const grt__u64map *after;
-  grt_devptr *list;
-  size_t n, cap;
-} released;
-
-static void diff_seg(void *ctx, grt_devptr address, uint64_t size) {
-  (void)size;
-  released *d = ctx;
-  if (grt__u64map_get(d->after, address)) return;
-  if (d->n == d->cap) {
-    size_t cap = d->cap ? d->cap * 2 : 16;
-    grt_devptr *l = realloc(d->list, cap * sizeof *l);
-    if (!l) return;
-    d->list = l;
-    d->cap = cap;
+/* The release, and for the hook the segments it returned: the segments
+ * before and the room for the list are taken first, so that a failure leaves
+ * the cache as it was; afterwards a segment is gone when the device no longer
+ * knows its base (a release creates none). A walk that lists fewer segments
+ * than the device counts could not get memory of its own. */
+static grt_status release_with_hook(grt_replay *r) {
+  seg_set before = {.nomem = false};
+  grt__u64map_init(&before.m);
+  grt_devptr *gone = NULL;
+  grt_device_stats ds;
+  grt_status st = grt_device_get_stats(r->dev, &ds);
+  if (!st) st = grt_device_walk_segments(r->dev, collect_seg, &before);
+  if (!st && (before.nomem || before.m.count != ds.segments)) st = GRT_ERR_NOMEM;
+  if (!st && !(gone = malloc((before.m.count + 1) * sizeof *gone))) st = GRT_ERR_NOMEM;
+  if (!st) st = grt_alloc_empty_cache(r->alloc);
+  if (!st) {
+    size_t n = 0;
+    grt__u64map_iter it = grt__u64map_begin(&before.m);
+    uint64_t address, size;
+    while (grt__u64map_next(&before.m, &it, &address, NULL))
+      if (grt_device_segment_size(r->dev, address, &size) != GRT_OK) gone[n++] = address;
+    r->on_release(r->hook_ctx, r, r->pos, gone, n);
   }
-  d->list[d->n++] = address;
+  free(gone);
+  grt__u64map_free(&before.m);
+  return st;
 }
 
 /* PyTorch's release_cached_blocks at a recorded moment; the hook learns what went. */
 static grt_status do_release(grt_replay *r) {
+  grt_status st = r->on_release ? release_with_hook(r) : grt_alloc_empty_cache(r->alloc);
+  if (st) {
+    grt__replay_set_error(r, "release: %s", grt_alloc_last_error(r->alloc));
+    return st;
+  }
   r->sum.releases++;
-  if (!r->on_release) return grt_alloc_empty_cache(r->alloc);
-  /* before: the device's segments, to tell which ones the release returned */
-  grt__u64map before;
-  grt__u64map_init(&before);
-  grt_device_walk_segments(r->dev, collect_seg, &before);
-  grt_status st = grt_alloc_empty_cache(r->alloc);
-  grt__u64map after;
-  grt__u64map_init(&after);
-  grt_device_walk_segments(r->dev, collect_seg, &after);
-  released d = {&after, NULL, 0, 0};
-  grt__u64map_iter it = grt__u64map_begin(&before);
-  uint64_t address;
-  while (grt__u64map_next(&before, &it, &address, NULL)) diff_seg(&d, address, 0);
-  r->on_release(r->hook_ctx, r, r->pos, d.list, d.n);
-  free(d.list);
-  grt__u64map_free(&before);
-  grt__u64map_free(&after);
-  return st;
+  return GRT_OK;
 }
 
-static grt_status apply(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream) {
+static grt_status apply_kind(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream) {
   grt_trace_kind k = (grt_trace_kind)ev->kind;
   if (r->slots && ev->reserved) { /* the reader thread's verdicts on the file's ids */
     r->in_release_run = false;
@@ -388,16 +397,18 @@ static grt_status apply(grt_replay *r, const grt_trace_event *ev, grt_stream_id 
     case GRT_TRACE_SEGMENT_ALLOC:
     case GRT_TRACE_SEGMENT_MAP:
       if (r->recorded_placement && (ev->flags & GRT_TRACE_F_ADDR) && ev->addr % 512 == 0) {
+        grt_status st = grt_device_set_next_address(r->dev, ev->addr);
+        if (st) return st;
         r->hint = ev->addr;
-        grt_device_set_next_address(r->dev, ev->addr);
       }
       return GRT_OK;
     case GRT_TRACE_SEGMENT_FREE:
     case GRT_TRACE_SEGMENT_UNMAP:
     case GRT_TRACE_OOM: {
       if (r->in_release_run || !r->cfg.honor_releases) return GRT_OK;
-      r->in_release_run = true;
-      return do_release(r);
+      grt_status st = do_release(r);
+      r->in_release_run = st == GRT_OK;
+      return st;
     }
     default: break;
   }
@@ -405,11 +416,31 @@ static grt_status apply(grt_replay *r, const grt_trace_event *ev, grt_stream_id 
   return GRT_ERR_PARSE;
 }
 
+/* An event whose application fails leaves the release run as it was. */
+static grt_status apply(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream) {
+  bool in_run = r->in_release_run;
+  grt_status st = apply_kind(r, ev, stream);
+  if (st) r->in_release_run = in_run;
+  return st;
+}
+
+/* Room for the sample of the event about to be applied, so that a sample
+ * cannot fail after the event changed the replay (grows as the sampler would). */
+static grt_status series_room(grt_replay *r) {
+  if (!r->cfg.record_series || r->n_series < r->cap_series) return GRT_OK;
+  size_t cap = r->cap_series ? r->cap_series * 2 : 1024;
+  grt_replay_sample *n = realloc(r->series, cap * sizeof *n);
+  if (!n) return GRT_ERR_NOMEM;
+  r->series = n;
+  r->cap_series = cap;
+  return GRT_OK;
+}
+
 grt_status grt_replay_feed(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream) {
   if (!r || !ev) return GRT_ERR_INVALID_ARG;
-  grt_status st = apply(r, ev, stream);
-  if (st) return st;
-  if (r->cfg.record_series && (st = grt__replay_record_sample(r))) return st;
+  grt_status st = series_room(r);
+  if (st || (st = apply(r, ev, stream))) return st;
+  if (r->cfg.record_series && (st = grt__replay_record_sample(r))) return st; /* room reserved: GRT_OK */
   uint64_t index = r->pos++;
   r->sum.events++;
   if (r->cfg.on_step) return r->cfg.on_step(r->cfg.step_ctx, r, ev, index);
@@ -447,8 +478,8 @@ grt_status grt_replay_get_summary(const grt_replay *r, grt_replay_summary *out) 
   *out = r->sum;
   grt_alloc_stats as;
   grt_device_stats ds;
-  grt_alloc_get_stats(r->alloc, &as);
-  grt_device_get_stats(r->dev, &ds);
+  grt__ignore(grt_alloc_get_stats(r->alloc, &as)); /* an allocator, a device and buffers: they cannot fail */
+  grt__ignore(grt_device_get_stats(r->dev, &ds));
   out->peak_reserved = (uint64_t)as.reserved_bytes[GRT_STAT_ALL].peak;
   out->peak_allocated = (uint64_t)as.allocated_bytes[GRT_STAT_ALL].peak;
   out->peak_requested = (uint64_t)as.requested_bytes[GRT_STAT_ALL].peak;

@@ -4,6 +4,7 @@
  * allocator with first-fit placement. Zero-OOM runs are monotone in the
  * capacity here: a first-fit device makes the same choices on a larger
  * capacity as long as none of them fails. */
+#include "base/status.h"
 #include "trace/replay_impl.h"
 
 #define MAX_PROBES 96
@@ -22,7 +23,7 @@ static grt_status probe(const grt_trace *t, const grt_replay_config *base, uint6
   st = grt_replay_run(r);
   grt_replay_summary s;
   if (!st) st = grt_replay_get_summary(r, &s);
-  grt_replay_destroy(r);
+  grt__keep_first(&st, grt_replay_destroy(r));
   if (st) return st;
   *ok = !s.has_oom;
   if (peak_live) *peak_live = s.peak_live;

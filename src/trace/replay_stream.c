@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "trace/replay_impl.h"
 
 #define BATCH 4096
@@ -135,7 +136,7 @@ static grt_status run_serial(const char *path, const grt_replay_config *cfg, grt
   st = grt_trace_read_native_stream(path, feed_one, r, err);
   if (st && err && r->err[0]) snprintf(err->reason, sizeof err->reason, "%.200s", r->err);
   if (!st) st = grt_replay_get_summary(r, out);
-  grt_replay_destroy(r);
+  grt__keep_first(&st, grt_replay_destroy(r));
   return st;
 }
 
@@ -151,7 +152,7 @@ grt_status grt_replay_stream_file(const char *path, const grt_replay_config *cfg
   if (!p || !buf) {
     free(p);
     free(buf);
-    grt_replay_destroy(r);
+    grt__ignore(grt_replay_destroy(r)); /* the NOMEM is the news; a replay that never ran frees cleanly */
     return GRT_ERR_NOMEM;
   }
   pthread_mutex_init(&p->m, NULL);
@@ -169,9 +170,10 @@ grt_status grt_replay_stream_file(const char *path, const grt_replay_config *cfg
   st = replay_st ? replay_st : p->read_st;
   if (!threaded || replay_st) {
     /* no thread, or the replay failed: replay on one thread for the line context */
-    grt_replay_destroy(r);
+    grt_status gone = grt_replay_destroy(r);
     r = NULL;
     st = run_serial(path, cfg, out, err);
+    grt__keep_first(&st, gone);
   } else if (st) {
     if (err) *err = p->err;
   } else {
@@ -182,6 +184,6 @@ grt_status grt_replay_stream_file(const char *path, const grt_replay_config *cfg
   grt__replay_ids_free(&p->ids);
   free(buf);
   free(p);
-  grt_replay_destroy(r);
+  grt__keep_first(&st, grt_replay_destroy(r));
   return st;
 }
