@@ -32,7 +32,7 @@ static void sh_memory_stats(void *i, grt_device_stats *s) {
   grt__device_sim_ops.memory_stats(i, s);
   nomem_shield--;
 }
-static void sh_walk(void *i, grt_device_segment_fn fn, void *ctx) { grt__device_sim_ops.walk(i, fn, ctx); }
+static grt_status sh_walk(void *i, grt_device_segment_fn fn, void *ctx) { return grt__device_sim_ops.walk(i, fn, ctx); }
 static void sh_destroy(void *i) { grt__device_sim_ops.destroy(i); }
 
 static const grt__device_ops shielded_ops = {

@@ -101,7 +101,8 @@ GRT_API GRT_MUST_CHECK grt_status grt_device_host_ptr(grt_device *dev, grt_devpt
  * (n = 1: the next one); 0 clears it. */
 GRT_API GRT_MUST_CHECK grt_status grt_device_inject_malloc_failure(grt_device *dev, uint64_t nth);
 
-/* Calls fn(ctx, address, size) for each live segment in address order. */
+/* Calls fn(ctx, address, size) for each live segment in address order.
+ * GRT_ERR_NOMEM, before any call of fn, when host memory runs out. */
 typedef void (*grt_device_segment_fn)(void *ctx, grt_devptr address, uint64_t size);
 GRT_API GRT_MUST_CHECK grt_status grt_device_walk_segments(grt_device *dev, grt_device_segment_fn fn, void *ctx);
 

@@ -173,17 +173,18 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static void cuda_walk(void *impl, grt_device_segment_fn fn, void *ctx) {
+static grt_status cuda_walk(void *impl, grt_device_segment_fn fn, void *ctx) {
   grt__cuda_dev *d = impl;
   uint64_t *addrs = malloc((d->live.count + 1) * sizeof *addrs);
   size_t n = 0;
-  if (!addrs) return;
+  if (!addrs) return GRT_ERR_NOMEM;
   grt__u64map_iter it = grt__u64map_begin(&d->live);
   uint64_t addr;
   while (grt__u64map_next(&d->live, &it, &addr, NULL)) addrs[n++] = addr;
   qsort(addrs, n, sizeof *addrs, cmp_u64);
   for (size_t i = 0; i < n; i++) fn(ctx, addrs[i], (uint64_t)(uintptr_t)grt__u64map_get(&d->live, addrs[i]));
   free(addrs);
+  return GRT_OK;
 }
 
 static int cuda_busy(void *impl) {

@@ -202,9 +202,9 @@ grt_status grt_device_inject_malloc_failure(grt_device *dev, uint64_t nth) {
 grt_status grt_device_walk_segments(grt_device *dev, grt_device_segment_fn fn, void *ctx) {
   if (!dev || !fn) return GRT_ERR_INVALID_ARG;
   pthread_mutex_lock(&dev->lock);
-  dev->ops->walk(dev->impl, fn, ctx);
+  grt_status st = dev->ops->walk(dev->impl, fn, ctx);
   pthread_mutex_unlock(&dev->lock);
-  return GRT_OK;
+  return st;
 }
 
 /* ---- virtual memory ---- */

@@ -26,7 +26,8 @@ typedef struct grt__device_ops {
   /* Fills the memory fields of stats (capacity, bytes_in_use, largest_hole, holes, segments). */
   void (*memory_stats)(void *impl, grt_device_stats *stats);
   uint64_t (*bytes_in_use)(void *impl); /* cheap: called after every malloc */
-  void (*walk)(void *impl, grt_device_segment_fn fn, void *ctx);
+  /* GRT_ERR_NOMEM (fn never called) when the walk cannot take its sorted copy. */
+  grt_status (*walk)(void *impl, grt_device_segment_fn fn, void *ctx);
   void (*destroy)(void *impl);
   /* optional (NULL: GRT_ERR_UNSUPPORTED); virtual memory needs all five VMM ops */
   grt_status (*mem_info)(void *impl, uint64_t *free_bytes, uint64_t *total);

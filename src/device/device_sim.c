@@ -258,11 +258,11 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static void sim_walk(void *impl, grt_device_segment_fn fn, void *ctx) {
+static grt_status sim_walk(void *impl, grt_device_segment_fn fn, void *ctx) {
   sim *s = impl;
   uint64_t *addrs = malloc((s->live.count + 1) * sizeof *addrs);
   size_t n = 0;
-  if (!addrs) return;
+  if (!addrs) return GRT_ERR_NOMEM;
   grt__u64map_iter it = grt__u64map_begin(&s->live);
   uint64_t addr;
   while (grt__u64map_next(&s->live, &it, &addr, NULL))
@@ -270,6 +270,7 @@ static void sim_walk(void *impl, grt_device_segment_fn fn, void *ctx) {
   qsort(addrs, n, sizeof *addrs, cmp_u64);
   for (size_t i = 0; i < n; i++) fn(ctx, addrs[i], (uint64_t)(uintptr_t)grt__u64map_get(&s->live, addrs[i]));
   free(addrs);
+  return GRT_OK;
 }
 
 /* ---- virtual memory ---- */
