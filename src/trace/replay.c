@@ -189,7 +189,7 @@ grt_status grt_replay_create(const grt_replay_config *cfg, const grt_trace_info 
   char msg[256] = "";
   if ((st = grt__replay_alloc_config(c, info, &ac, msg, sizeof msg)) || (st = grt_device_create(&dc, &r->dev)) ||
       (st = grt_alloc_create(c->policy, r->dev, &ac, &r->alloc))) {
-    free_replay(r);
+    grt__keep_first(&st, free_replay(r));
     return st;
   }
   r->sum.capacity = dc.capacity;
@@ -199,8 +199,9 @@ grt_status grt_replay_create(const grt_replay_config *cfg, const grt_trace_info 
     r->id_ptr = calloc(info->n_ids, sizeof *r->id_ptr);
     r->id_size = calloc(info->n_ids, sizeof *r->id_size);
     if (!r->id_ptr || !r->id_size) {
-      free_replay(r);
-      return GRT_ERR_NOMEM;
+      st = GRT_ERR_NOMEM;
+      grt__keep_first(&st, free_replay(r));
+      return st;
     }
   }
   take_baseline(r);
