@@ -2,8 +2,8 @@
  * memory runs out.
  *
  * Linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc (tests named
- * *nomem*, tests/CMakeLists.txt): while `failing` is set every allocation of
- * the library and this file fails. What was reserved before is then filled
+ * *nomem*, tests/CMakeLists.txt): after nomem_all() every allocation of the
+ * library and this file fails (tests/nomem_wrap.h). What was reserved before is then filled
  * without one; a reservation or insert that cannot get memory leaves the
  * container exactly as it was.
  */
@@ -17,19 +17,7 @@
 
 #include "base/segtable.h"
 #include "base/u64map.h"
-
-static bool failing;
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-
-void *__wrap_malloc(size_t n) { return failing ? NULL : __real_malloc(n); }
-void *__wrap_calloc(size_t n, size_t size) { return failing ? NULL : __real_calloc(n, size); }
-void *__wrap_realloc(void *p, size_t n) { return failing ? NULL : __real_realloc(p, n); }
+#include "nomem_wrap.h"
 
 static void *val(uint64_t k) { return (void *)(uintptr_t)(k + 1); }
 
@@ -38,7 +26,7 @@ static void test_map_reserve_then_put(void **state) {
   grt__u64map m;
   grt__u64map_init(&m);
   assert_true(grt__u64map_reserve(&m, 500));
-  failing = true;
+  nomem_all();
   for (uint64_t k = 0; k < 500; k++) assert_true(grt__u64map_put(&m, k * 512, val(k)));
   assert_true(grt__u64map_put(&m, UINT64_MAX, val(500))); /* its own field: never needs memory */
   assert_true(grt__u64map_put(&m, 7 * 512, val(7)));      /* a replace needs no room either */
@@ -53,7 +41,7 @@ static void test_map_reserve_then_put(void **state) {
   assert_int_equal(m.mask, mask);
   assert_int_equal(m.count, k + 1);
   assert_null(grt__u64map_get(&m, k * 512));
-  failing = false;
+  (void)nomem_disarm();
   for (uint64_t j = 0; j < k; j++) assert_ptr_equal(grt__u64map_get(&m, j * 512), val(j));
   assert_ptr_equal(grt__u64map_get(&m, UINT64_MAX), val(500));
   grt__u64map_free(&m);
@@ -64,7 +52,7 @@ static void test_segtable_reserve_then_add(void **state) {
   grt__segtable t = {0};
   int items[40];
   assert_int_equal(grt__segtable_reserve(&t, 20), GRT_OK);
-  failing = true;
+  nomem_all();
   for (int i = 0; i < 20; i++) grt__segtable_add(&t, 0x100000 * (uint64_t)(20 - i), 0x1000, &items[i]);
   size_t room = t.cap - t.n;
   for (size_t i = 0; i < room; i++)
@@ -76,7 +64,7 @@ static void test_segtable_reserve_then_add(void **state) {
   assert_int_equal(t.n, 20 + room);
   assert_null(grt__segtable_find(&t, 0x10));
   for (int i = 0; i < 20; i++) assert_ptr_equal(grt__segtable_find(&t, 0x100000 * (uint64_t)(20 - i) + 5), &items[i]);
-  failing = false;
+  (void)nomem_disarm();
   grt__segtable_free(&t);
 }
 

@@ -2,8 +2,9 @@
  *
  * Linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc (tests named
  * *nomem*, tests/CMakeLists.txt): every allocation made by the library and
- * this file goes through the wrappers below, which fail while `failing` is
- * set (cmocka's own allocations, inside its shared library, are not wrapped).
+ * this file goes through tests/nomem_wrap.h, which fails them all after
+ * nomem_all() (cmocka's own allocations, inside its shared library, are not
+ * wrapped).
  * A class's tree is best effort: when it cannot be built the class stays a
  * list, when it cannot grow the class goes back to a list; either way every
  * choice stays exact and no operation fails for it.
@@ -17,19 +18,7 @@
 #include <cmocka.h>
 
 #include "policy/range_alloc.h"
-
-static bool failing;
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-
-void *__wrap_malloc(size_t n) { return failing ? NULL : __real_malloc(n); }
-void *__wrap_calloc(size_t n, size_t size) { return failing ? NULL : __real_calloc(n, size); }
-void *__wrap_realloc(void *p, size_t n) { return failing ? NULL : __real_realloc(p, n); }
+#include "nomem_wrap.h"
 
 #define UNIT 4096u
 #define SPACER 256u
@@ -56,13 +45,13 @@ static void test_tree_cannot_be_built(void **state) {
   (void)state;
   uint64_t units[N], off;
   grt__range *r = equal_ranges(units);
-  failing = true;
+  nomem_all();
   for (int i = 0; i < N / 2; i++) {
     assert_int_equal(grt__range_alloc(r, UNIT, &off), GRT_OK);
     assert_int_equal(off, units[i]);
   }
   assert_int_equal(grt__range_long_classes(r), 0);
-  failing = false;
+  (void)nomem_disarm();
   assert_int_equal(grt__range_check(r), GRT_OK);
   assert_int_equal(grt__range_alloc(r, UNIT, &off), GRT_OK); /* memory again: the rescan builds it */
   assert_int_equal(off, units[N / 2]);
@@ -84,7 +73,7 @@ static void test_tree_cannot_grow(void **state) {
   }
   assert_int_equal(grt__range_long_classes(r), 1);
   assert_int_equal(grt__range_free(r, off[1]), GRT_OK); /* takes the spare */
-  failing = true;
+  nomem_all();
   assert_int_equal(grt__range_free(r, off[0]), GRT_OK); /* no spare, none to be had: a list */
   assert_int_equal(grt__range_long_classes(r), 0);
   assert_int_equal(grt__range_check(r), GRT_OK);
@@ -95,7 +84,7 @@ static void test_tree_cannot_grow(void **state) {
   /* The second of those rescanned the class: its tree was rebuilt from the
    * nodes it pooled when it became a list, with no new memory. */
   assert_int_equal(grt__range_long_classes(r), 1);
-  failing = false;
+  (void)nomem_disarm();
   assert_int_equal(grt__range_check(r), GRT_OK);
   grt__range_destroy(r);
 }
