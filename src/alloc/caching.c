@@ -160,6 +160,7 @@ typedef struct params {
   uint64_t alloc_size; /* segment size if a device malloc is needed */
   grt_stream_id stream;
   cpool *pool;
+  int release_reserved; /* room for a release (the unmaps of a flush) is reserved */
 } params;
 
 /* PyTorch's max_split_size rules for taking a cached block of size bsize. */
@@ -343,8 +344,10 @@ static grt_status needs_hit(grt_allocator *a, const params *p, cneeds *nd) {
 }
 
 /* What the device path needs: a new segment (its struct, block and table slot,
- * or for expandable segments up to three tries of maps and the unmaps of the
- * flush between them) and then the split of the hit path. */
+ * or for expandable segments up to three tries of maps) and then the split of
+ * the hit path. The unmaps of a flush between the tries are reserved apart
+ * (reserve_release): counting them walks every block of every expandable
+ * segment, too slow for every miss, and most misses never flush. */
 static grt_status needs_miss(grt_allocator *a, const params *p, cneeds *nd) {
   grt_status st = needs_hit(a, p, nd);
   if (st || !a->cfg.expandable_segments) {
@@ -354,19 +357,50 @@ static grt_status needs_miss(grt_allocator *a, const params *p, cneeds *nd) {
   }
   for (int i = 0; i < GRT__CACHING_SPARE_SEGS && !st; i++)
     st = grt__caching_expandable_needs(a, p->pool, p->stream, p->size, nd);
-  return st ? st : grt__caching_unmap_needs(a, nd);
+  return st;
+}
+
+/* Before the first step of a miss that releases memory (garbage collection,
+ * a flush): room for the unmaps a release of expandable segments makes, with
+ * the miss path's own needs again (nothing was used since they were
+ * reserved, so reserving both from the current state covers both). It is
+ * taken up front, before the first device try, whenever that try may be
+ * refused (device_may_refuse): a refused try is seen on the device (its
+ * failed-malloc count, pages mapped, a reservation made), so a later
+ * failure to reserve would not leave everything as it was. */
+static grt_status reserve_release(grt_allocator *a, params *p) {
+  if (p->release_reserved || !a->cfg.expandable_segments) return GRT_OK;
+  cneeds nd;
+  grt__needs_init(&nd);
+  grt_status st = needs_miss(a, p, &nd);
+  if (!st) st = grt__caching_unmap_needs(a, &nd);
+  if (!st) st = grt__caching_reserve(a, &nd);
+  if (!st) p->release_reserved = 1;
+  return st;
 }
 
 /* No cached block fits: garbage collection, the device, then PyTorch's two
  * flushes, each followed by another try. *out NULL: out of memory. A failure
  * of the device itself for host memory (GRT_ERR_NOMEM) stops it at once. */
-static grt_status alloc_miss(grt_allocator *a, const params *p, cblock **out) {
+/* Whether the first device try of an expandable miss may be refused: the
+ * device lacks the bytes, with a large segment's worth of slack for the page
+ * rounding, or a contiguous large segment's worth for a page. */
+static int device_may_refuse(grt_allocator *a, const params *p) {
+  if (!a->cfg.expandable_segments) return 0;
+  grt_device_stats ds;
+  if (grt_device_get_stats(a->dev, &ds)) return 1;
+  return ds.free_bytes < p->size + 2 * GRT_LARGE_BUFFER || ds.largest_hole < GRT_LARGE_BUFFER;
+}
+
+static grt_status alloc_miss(grt_allocator *a, params *p, cblock **out) {
   caching *c = a->impl;
   grt_status st = GRT_OK;
   int enough = 0;
-  if (a->cfg.garbage_collection_threshold > 0.0 && c->allowed_memory != UINT64_MAX)
+  if (a->cfg.garbage_collection_threshold > 0.0 && c->allowed_memory != UINT64_MAX &&
+      !(st = reserve_release(a, p)))
     st = grt__caching_garbage_collect(a);
-  if (!st && !(*out = alloc_block(a, p, 0)) && c->last_device_status != GRT_ERR_NOMEM) {
+  if (!st && !(*out = alloc_block(a, p, 0)) && c->last_device_status != GRT_ERR_NOMEM &&
+      !(st = reserve_release(a, p))) {
     st = grt__caching_release_available(a, p->pool, p->stream, p->size, &enough);
     if (!st && enough) *out = alloc_block(a, p, 0);
     if (!st && !*out && c->last_device_status != GRT_ERR_NOMEM && !(st = grt__caching_release_cached(a, 0)))
@@ -384,13 +418,17 @@ static grt_status caching_malloc(grt_allocator *a, uint64_t size, grt_stream_id 
   p.pool = p.size <= GRT_SMALL_SIZE ? &c->small : &c->large;
   p.alloc_size = grt_alloc_segment_size(p.size);
   p.stream = stream;
+  p.release_reserved = 0;
   int events = c->n_events > 0; /* no call when nothing is pending */
   cneeds nd;
   grt__needs_init(&nd);
   grt_status st;
   if (events) { /* the search comes after the events: reserve for every path now */
-    if ((st = grt__needs_events(c, &nd)) || (st = needs_miss(a, &p, &nd)) || (st = grt__caching_reserve(a, &nd)))
+    if ((st = grt__needs_events(c, &nd)) || (st = needs_miss(a, &p, &nd)) ||
+        (a->cfg.expandable_segments && (st = grt__caching_unmap_needs(a, &nd))) ||
+        (st = grt__caching_reserve(a, &nd)))
       return st;
+    p.release_reserved = 1;
     grt__caching_process_events(a);
   }
   grt__bin_entry e;
@@ -401,6 +439,7 @@ static grt_status caching_malloc(grt_allocator *a, uint64_t size, grt_stream_id 
   if (!events) { /* nothing changed yet: reserve for the path found */
     st = bins ? reserve_hit(c, bins) : needs_miss(a, &p, &nd);
     if (!st && !bins) st = grt__caching_reserve(a, &nd);
+    if (!st && !bins && device_may_refuse(a, &p)) st = reserve_release(a, &p);
     if (st) return st;
   }
   if (a->cfg.garbage_collection_threshold > 0.0 && a->cfg.memory_fraction > 0.0) p.pool->get_free_calls++;
