@@ -1,6 +1,7 @@
 /* test_caching_expandable.c — expandable segments: one reservation per
  * (stream, pool), pages mapped on demand at the lowest address, free pages
  * unmapped by empty_cache, PyTorch's statistics. */
+#include <malloc.h>
 #include <stdlib.h>
 
 #include "alloc/import_expandable.h"
@@ -101,6 +102,22 @@ static void test_expandable_oom(void **state) {
   drop_fixture(&fx);
 }
 
+/* An absurd request (far beyond the device) is an OOM whose reservation is
+ * bounded by the blocks that exist, not by the request's pages: host memory
+ * barely moves (mallinfo2 counts only without a sanitizer's allocator). */
+static void test_expandable_absurd_request(void **state) {
+  (void)state;
+  fixture fx = make_expandable(100 * MiB);
+  grt_devptr a = must_malloc(fx.a, 30 * MiB, 0), x;
+  size_t before = mallinfo2().uordblks;
+  assert_int_equal(grt_alloc_malloc(fx.a, (uint64_t)1 << 55, 0, &x), GRT_ERR_OOM);
+  size_t after = mallinfo2().uordblks;
+  assert_true(after < before + 1024 * 1024);
+  assert_consistent(fx.a);
+  assert_int_equal(grt_alloc_free(fx.a, a), GRT_OK);
+  drop_fixture(&fx);
+}
+
 /* The replayer's import of a recorded expandable state: mapped ranges anywhere in a (stream, pool)
  * reservation become free mapped blocks between unmapped ones; misplaced ranges are refused. */
 static void test_import_mapped_ranges(void **state) {
@@ -171,6 +188,7 @@ int main(void) {
       cmocka_unit_test(test_map_on_demand),
       cmocka_unit_test(test_partial_unmap),
       cmocka_unit_test(test_expandable_oom),
+      cmocka_unit_test(test_expandable_absurd_request),
       cmocka_unit_test(test_import_mapped_ranges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

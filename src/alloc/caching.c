@@ -372,8 +372,8 @@ static grt_status reserve_release(grt_allocator *a, params *p) {
   if (p->release_reserved || !a->cfg.expandable_segments) return GRT_OK;
   cneeds nd;
   grt__needs_init(&nd);
-  grt_status st = needs_miss(a, p, &nd);
-  if (!st) st = grt__caching_unmap_needs(a, &nd);
+  grt_status st = grt__caching_unmap_needs(a, &nd); /* first: the tries after it map what it unmaps */
+  if (!st) st = needs_miss(a, p, &nd);
   if (!st) st = grt__caching_reserve(a, &nd);
   if (!st) p->release_reserved = 1;
   return st;
@@ -424,9 +424,8 @@ static grt_status caching_malloc(grt_allocator *a, uint64_t size, grt_stream_id 
   grt__needs_init(&nd);
   grt_status st;
   if (events) { /* the search comes after the events: reserve for every path now */
-    if ((st = grt__needs_events(c, &nd)) || (st = needs_miss(a, &p, &nd)) ||
-        (a->cfg.expandable_segments && (st = grt__caching_unmap_needs(a, &nd))) ||
-        (st = grt__caching_reserve(a, &nd)))
+    if ((st = grt__needs_events(c, &nd)) || (a->cfg.expandable_segments && (st = grt__caching_unmap_needs(a, &nd))) ||
+        (st = needs_miss(a, &p, &nd)) || (st = grt__caching_reserve(a, &nd)))
       return st;
     p.release_reserved = 1;
     grt__caching_process_events(a);

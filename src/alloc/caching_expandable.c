@@ -207,11 +207,17 @@ grt_status grt__caching_unmap_block(grt_allocator *a, cblock *b) {
 grt_status grt__caching_expandable_needs(grt_allocator *a, cpool *pool, grt_stream_id stream, uint64_t size,
                                          cneeds *nd) {
   /* Each map maps at least one page, and the pages mapped cover size plus at
-     most one page of alignment: at most size / page + 2 maps. */
-  size_t maps = (size_t)(size / page_of_pool(pool)) + 2;
+     most one page of alignment: at most size / page + 2 maps. Each map also
+     takes one unmapped block, of those there are now, those a flush counted
+     in nd may add, and a new reservation's: so an absurd size (the device
+     will refuse it) reserves no more than the blocks that exist. */
+  int large = pool == &((caching *)a->impl)->large;
+  uint64_t by_size = size / page_of_pool(pool) + 2;
+  uint64_t by_blocks = (uint64_t)grt__bins_count(pool->unmapped) + nd->unmapped[large] + 2;
+  size_t maps = (size_t)(by_size < by_blocks ? by_size : by_blocks);
   nd->segs += 1;
   nd->blocks += maps + 1;
-  nd->unmapped[pool == &((caching *)a->impl)->large] += maps + 1;
+  nd->unmapped[large] += maps + 1;
   return grt__needs_stream(a, nd, pool, stream, maps);
 }
 
