@@ -379,9 +379,6 @@ static grt_status reserve_release(grt_allocator *a, params *p) {
   return st;
 }
 
-/* No cached block fits: garbage collection, the device, then PyTorch's two
- * flushes, each followed by another try. *out NULL: out of memory. A failure
- * of the device itself for host memory (GRT_ERR_NOMEM) stops it at once. */
 /* Whether the first device try of an expandable miss may be refused: the
  * device lacks the bytes, with a large segment's worth of slack for the page
  * rounding, or a contiguous large segment's worth for a page. */
@@ -392,6 +389,9 @@ static int device_may_refuse(grt_allocator *a, const params *p) {
   return ds.free_bytes < p->size + 2 * GRT_LARGE_BUFFER || ds.largest_hole < GRT_LARGE_BUFFER;
 }
 
+/* No cached block fits: garbage collection, the device, then PyTorch's two
+ * flushes, each followed by another try. *out NULL: out of memory. A failure
+ * of the device itself for host memory (GRT_ERR_NOMEM) stops it at once. */
 static grt_status alloc_miss(grt_allocator *a, params *p, cblock **out) {
   caching *c = a->impl;
   grt_status st = GRT_OK;
@@ -436,9 +436,12 @@ static grt_status caching_malloc(grt_allocator *a, uint64_t size, grt_stream_id 
   if (!bins && a->cfg.cross_stream == GRT_CROSS_STREAM_WITH_EVENT)
     cross = (bins = find_cross_stream_block(a, &p, &e)) != NULL;
   if (!events) { /* nothing changed yet: reserve for the path found */
-    st = bins ? reserve_hit(c, bins) : needs_miss(a, &p, &nd);
-    if (!st && !bins) st = grt__caching_reserve(a, &nd);
-    if (!st && !bins && device_may_refuse(a, &p)) st = reserve_release(a, &p);
+    if (bins)
+      st = reserve_hit(c, bins);
+    else if (device_may_refuse(a, &p))
+      st = reserve_release(a, &p); /* the miss path's needs with the flush's */
+    else if (!(st = needs_miss(a, &p, &nd)))
+      st = grt__caching_reserve(a, &nd);
     if (st) return st;
   }
   if (a->cfg.garbage_collection_threshold > 0.0 && a->cfg.memory_fraction > 0.0) p.pool->get_free_calls++;

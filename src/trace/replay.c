@@ -425,21 +425,11 @@ static grt_status apply(grt_replay *r, const grt_trace_event *ev, grt_stream_id 
   return st;
 }
 
-/* Room for the sample of the event about to be applied, so that a sample
- * cannot fail after the event changed the replay (grows as the sampler would). */
-static grt_status series_room(grt_replay *r) {
-  if (!r->cfg.record_series || r->n_series < r->cap_series) return GRT_OK;
-  size_t cap = r->cap_series ? r->cap_series * 2 : 1024;
-  grt_replay_sample *n = realloc(r->series, cap * sizeof *n);
-  if (!n) return GRT_ERR_NOMEM;
-  r->series = n;
-  r->cap_series = cap;
-  return GRT_OK;
-}
-
 grt_status grt_replay_feed(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream) {
   if (!r || !ev) return GRT_ERR_INVALID_ARG;
-  grt_status st = series_room(r);
+  /* Room for the event's sample first, so that the sample cannot fail after
+   * the event changed the replay. */
+  grt_status st = r->cfg.record_series ? grt__replay_series_room(r) : GRT_OK;
   if (st || (st = apply(r, ev, stream))) return st;
   if (r->cfg.record_series && (st = grt__replay_record_sample(r))) return st; /* room reserved: GRT_OK */
   uint64_t index = r->pos++;

@@ -126,7 +126,8 @@ grt_status grt__replay_rebuild_expandable(grt_replay *r);
 grt_status grt__replay_alloc_config(const grt_replay_config *cfg, const grt_trace_info *info, grt_alloc_config *out,
                                     char *err, size_t err_size);
 
-/* series.c */
+/* series.c: room for one more sample (grows as recording it would), and recording it. */
+grt_status grt__replay_series_room(grt_replay *r);
 grt_status grt__replay_record_sample(grt_replay *r);
 void grt__replay_fill_sample(grt_replay *r, grt_replay_sample *s);
 

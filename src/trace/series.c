@@ -26,14 +26,19 @@ void grt__replay_fill_sample(grt_replay *r, grt_replay_sample *s) {
   if (s->fragmentation < 0.0) s->fragmentation = 0.0;
 }
 
+grt_status grt__replay_series_room(grt_replay *r) {
+  if (r->n_series < r->cap_series) return GRT_OK;
+  size_t cap = r->cap_series ? r->cap_series * 2 : 1024;
+  grt_replay_sample *n = realloc(r->series, cap * sizeof *n);
+  if (!n) return GRT_ERR_NOMEM;
+  r->series = n;
+  r->cap_series = cap;
+  return GRT_OK;
+}
+
 grt_status grt__replay_record_sample(grt_replay *r) {
-  if (r->n_series == r->cap_series) {
-    size_t cap = r->cap_series ? r->cap_series * 2 : 1024;
-    grt_replay_sample *n = realloc(r->series, cap * sizeof *n);
-    if (!n) return GRT_ERR_NOMEM;
-    r->series = n;
-    r->cap_series = cap;
-  }
+  grt_status st = grt__replay_series_room(r);
+  if (st) return st;
   grt__replay_fill_sample(r, &r->series[r->n_series++]);
   return GRT_OK;
 }
