@@ -213,7 +213,7 @@ grt_status grt_exec_destroy(grt_exec *exec) {
   /* The wait ends when the work is done or a sticky error (a fault, a
    * deadlock) stops it; the call that met the error reported it, and the
    * teardown goes on either way. */
-  if (!exec->error) (void)grt__wait(exec, all_done, NULL, false, false);
+  if (!exec->error) grt__ignore(grt__wait(exec, all_done, NULL, false, false));
   if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__wait_idle(exec);
   pthread_mutex_unlock(&exec->lock);
   if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__threads_stop(exec);

@@ -98,10 +98,10 @@ grt_status grt_mempool_create(const grt_mempool_config *cfg, grt_mempool **out) 
   if (!st) {
     p->so = cfg->sorder;
     st = grt_alloc_create(policy, dev, &p->acfg, &p->a);
-    if (st && p->so) grt__sorder_detach(p->so);
   }
   if (!st && p->is_async) st = grt_alloc_set(p->a, "release_threshold", cfg->release_threshold);
   if (st) {
+    if (p->so) grt__sorder_detach(p->so); /* attached above: every later failure detaches */
     grt__keep_first(&st, grt_alloc_destroy(p->a));
     free(p);
     return st;

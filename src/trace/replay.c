@@ -341,19 +341,19 @@ static void collect_seg(void *ctx, grt_devptr address, uint64_t size) {
 /* The release, and for the hook the segments it returned: the segments
  * before and the room for the list are taken first, so that a failure leaves
  * the cache as it was; afterwards a segment is gone when the device no longer
- * knows its base (a release creates none). A walk that lists fewer segments
- * than the device counts could not get memory of its own. */
+ * knows its base (a release creates none). */
 static grt_status release_with_hook(grt_replay *r) {
   seg_set before = {.nomem = false};
   grt__u64map_init(&before.m);
   grt_devptr *gone = NULL;
-  grt_device_stats ds;
-  grt_status st = grt_device_get_stats(r->dev, &ds);
-  if (!st) st = grt_device_walk_segments(r->dev, collect_seg, &before);
-  if (!st && (before.nomem || before.m.count != ds.segments)) st = GRT_ERR_NOMEM;
+  grt_status st = grt_device_walk_segments(r->dev, collect_seg, &before);
+  if (!st && before.nomem) st = GRT_ERR_NOMEM;
   if (!st && !(gone = malloc((before.m.count + 1) * sizeof *gone))) st = GRT_ERR_NOMEM;
-  if (!st) st = grt_alloc_empty_cache(r->alloc);
-  if (!st) {
+  if (st) {
+    grt__replay_set_error(r, "release: no host memory to list the device's segments");
+  } else if ((st = grt_alloc_empty_cache(r->alloc))) {
+    grt__replay_set_error(r, "release: %s", grt_alloc_last_error(r->alloc));
+  } else {
     size_t n = 0;
     grt__u64map_iter it = grt__u64map_begin(&before.m);
     uint64_t address, size;
@@ -368,10 +368,15 @@ static grt_status release_with_hook(grt_replay *r) {
 
 /* PyTorch's release_cached_blocks at a recorded moment; the hook learns what went. */
 static grt_status do_release(grt_replay *r) {
-  grt_status st = r->on_release ? release_with_hook(r) : grt_alloc_empty_cache(r->alloc);
-  if (st) {
-    grt__replay_set_error(r, "release: %s", grt_alloc_last_error(r->alloc));
-    return st;
+  if (r->on_release) {
+    grt_status st = release_with_hook(r);
+    if (st) return st; /* it said why */
+  } else {
+    grt_status st = grt_alloc_empty_cache(r->alloc);
+    if (st) {
+      grt__replay_set_error(r, "release: %s", grt_alloc_last_error(r->alloc));
+      return st;
+    }
   }
   r->sum.releases++;
   return GRT_OK;
@@ -431,7 +436,7 @@ grt_status grt_replay_feed(grt_replay *r, const grt_trace_event *ev, grt_stream_
    * the event changed the replay. */
   grt_status st = r->cfg.record_series ? grt__replay_series_room(r) : GRT_OK;
   if (st || (st = apply(r, ev, stream))) return st;
-  if (r->cfg.record_series && (st = grt__replay_record_sample(r))) return st; /* room reserved: GRT_OK */
+  if (r->cfg.record_series) grt__replay_fill_sample(r, &r->series[r->n_series++]); /* room reserved */
   uint64_t index = r->pos++;
   r->sum.events++;
   if (r->cfg.on_step) return r->cfg.on_step(r->cfg.step_ctx, r, ev, index);

@@ -10,6 +10,8 @@
 #ifndef GRT_TRACE_REPLAY_IMPL_H
 #define GRT_TRACE_REPLAY_IMPL_H
 
+#include <assert.h>
+
 #include "base/u64map.h"
 #include "gpurt/replay.h"
 
@@ -53,7 +55,8 @@ static inline grt_status grt__replay_ids_reserve(grt__replay_ids *t) {
 static inline uint64_t grt__replay_ids_add(grt__replay_ids *t, uint64_t id) {
   uint64_t slot = t->n_free ? t->free[--t->n_free] : t->next++;
   bool put = grt__u64map_put(&t->map, id, (void *)(uintptr_t)(slot + 1));
-  (void)put; /* cannot fail: room reserved */
+  assert(put); /* room reserved */
+  (void)put;
   return slot;
 }
 /* Ends id's life, its slot into *slot; false when id was not live. */
@@ -126,9 +129,8 @@ grt_status grt__replay_rebuild_expandable(grt_replay *r);
 grt_status grt__replay_alloc_config(const grt_replay_config *cfg, const grt_trace_info *info, grt_alloc_config *out,
                                     char *err, size_t err_size);
 
-/* series.c: room for one more sample (grows as recording it would), and recording it. */
+/* series.c: room for one more sample in r->series. */
 grt_status grt__replay_series_room(grt_replay *r);
-grt_status grt__replay_record_sample(grt_replay *r);
 void grt__replay_fill_sample(grt_replay *r, grt_replay_sample *s);
 
 void grt__replay_set_error(grt_replay *r, const char *fmt, ...)

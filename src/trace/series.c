@@ -36,9 +36,3 @@ grt_status grt__replay_series_room(grt_replay *r) {
   return GRT_OK;
 }
 
-grt_status grt__replay_record_sample(grt_replay *r) {
-  grt_status st = grt__replay_series_room(r);
-  if (st) return st;
-  grt__replay_fill_sample(r, &r->series[r->n_series++]);
-  return GRT_OK;
-}
