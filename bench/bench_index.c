@@ -10,7 +10,7 @@
  * ranges that cannot merge; bins against otree, no peer figure).
  * With --json: one object per line instead. --only runs
  * W1 on one allocator (for profiling: perf record bench_index --only bins).
- * The runners live in src/alloc/workloads.c.
+ * The runners live in bench/workloads/workloads.c.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -21,6 +21,7 @@ case "$mode" in
   clang) dir=build/clang; flags=(-DCMAKE_C_COMPILER=clang -DGRT_WERROR=ON) ;;
   *) echo "usage: scripts/test.sh [plain|asan|tsan|clang]" >&2; exit 2 ;;
 esac
+[ -n "${CI:-}" ] && flags+=(-DGRT_WERROR=ON) # also over a build folder configured before
 cmake -S . -B "$dir" -G Ninja "${flags[@]}" >/dev/null
 cmake --build "$dir"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}

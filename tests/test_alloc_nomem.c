@@ -39,7 +39,7 @@
 #include "base/rng.h"
 #include "gpurt/alloc.h"
 
-#define MiB ((uint64_t)1 << 20)
+#define MiB GRT_MiB
 
 /* ---- deferred frees: an event completes a few workload steps after its record ---- */
 

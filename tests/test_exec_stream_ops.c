@@ -3,6 +3,7 @@
  * record_stream free until the event recorded at the free completes (under the
  * virtual clock to the nanosecond), and each refusal of the ops changes
  * nothing. */
+#include "alloc_fixture.h"
 #include "gpurt/alloc.h"
 #include "test_exec_common.h"
 
@@ -36,12 +37,6 @@ static void rig_close(rig *r) {
   assert_int_equal(grt_stream_destroy(r->a), GRT_OK);
   assert_int_equal(grt_stream_destroy(r->b), GRT_OK);
   assert_int_equal(grt_exec_destroy(r->exec), GRT_OK); /* no event of the ops is left alive */
-}
-
-static grt_alloc_stats stats_of(grt_allocator *a) {
-  grt_alloc_stats s;
-  assert_int_equal(grt_alloc_get_stats(a, &s), GRT_OK);
-  return s;
 }
 
 static uint64_t now_of(grt_exec *exec) {

@@ -40,6 +40,7 @@ for cc in "${compilers[@]}"; do
     if "$cc" "${flags[@]}" "$tmp/static.c" -o "$tmp/static.o" 2>"$tmp/err"; then
       fail "$cc: a dropped status of a static function compiled without a warning"
     fi
+    grep -q "unused.result\|warn_unused_result" "$tmp/err" || fail "$cc: static case refused for another reason: $(cat "$tmp/err")"
   fi
   echo "ok: $cc refuses a dropped grt_status"
 done

@@ -36,7 +36,7 @@
 #include "gpurt/trace.h"
 #include "trace/replay_impl.h"
 
-#define MiB ((uint64_t)1 << 20)
+#define MiB GRT_MiB
 
 /* A trace of allocs and frees on two streams, with segment_free runs (a
  * release each), an oom event and a snapshot marker. */
