@@ -94,7 +94,11 @@ refused "option '--runs' .*got '0'" bench --runs 0
 refused "option '--iterations' .*got '4294967296'" bench --iterations 4294967296
 refused "option '--capacity-mb' .*got '63'" demo frag --capacity-mb 63
 refused "option '--capacity-mb' .*got '18446744073709551615'" demo frag --capacity-mb 18446744073709551615
-for bad in abc 16X 1.5GiBx -1G nan inf 0 0.5 "" 18446744073709551616 99999999999T 1e30G; do
+refused "option '--events' wants an integer >= 100, got '99'" stats --workload dayshift --events 99
+refused "option '--events' .*got '99'" serve-demo --events 99
+refused "option '--policies' wants policies from naive, .*got 'nope'" compare "$TRACE" --policies caching,nope
+refused "option '--policies' wants policies from naive, .*got 'nope'" demo frag --policies nope
+for bad in abc 16X 1.5GiBx -1G nan inf 0 0.5 "" 18446744073709551616 99999999999T 1e30G 0x10G 0X400M; do
   refused "option '--capacity' wants a size .*got '$bad'" replay "$TRACE" --capacity "$bad"
   refused "option '--capacity' .*got '$bad'" stats "$TRACE" --capacity "$bad"
   refused "option '--capacity' .*got '$bad'" compare "$TRACE" --capacity "$bad"

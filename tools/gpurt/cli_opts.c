@@ -17,6 +17,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gpurt/alloc.h"
+
 static void build_shortopts(cli_opts *p) {
   size_t n = 0;
   p->shortopts[n++] = '-';
@@ -146,9 +148,11 @@ static bool bad_value(const cli_opts *p, const char *wanted) {
   return false;
 }
 
-/* Digits first: strtod and strtoull would also take spaces, signs, "inf" and "nan". */
+/* A decimal number's start: strtod and strtoull would also take spaces, signs,
+ * "inf", "nan" and hexadecimal ("0x10"), which the options do not. */
 static bool starts_numeric(const char *s) {
-  return s && (isdigit((unsigned char)s[0]) || (s[0] == '.' && isdigit((unsigned char)s[1])));
+  if (!s || (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))) return false;
+  return isdigit((unsigned char)s[0]) || (s[0] == '.' && isdigit((unsigned char)s[1]));
 }
 
 bool cli_opt_u64(const cli_opts *p, uint64_t min, uint64_t max, uint64_t *out) {
@@ -242,5 +246,27 @@ bool cli_opt_list(const cli_opts *p, const char **out, size_t max, size_t *n) {
     out[have++] = tok;
   }
   *n = have;
+  return true;
+}
+
+bool cli_opt_policies(const cli_opts *p, const char **out, size_t max, size_t *n) {
+  size_t first = *n;
+  const char *const *names = NULL;
+  size_t count = 0;
+  if (!cli_opt_list(p, out, max, n)) return false;
+  if (grt_alloc_policies(&names, &count)) {
+    cli_opts_fail(p, "option '--%s': the library lists no policies", p->name);
+    return false;
+  }
+  for (size_t i = first; i < *n; i++) {
+    size_t k = 0;
+    while (k < count && strcmp(out[i], names[k])) k++;
+    if (k < count) continue;
+    char known[256] = "";
+    for (size_t j = 0; j < count; j++)
+      snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", j ? ", " : "", names[j]);
+    cli_opts_fail(p, "option '--%s' wants policies from %s, got '%s'", p->name, known, out[i]);
+    return false;
+  }
   return true;
 }

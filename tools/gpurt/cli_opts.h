@@ -92,5 +92,7 @@ bool cli_opt_choice(const cli_opts *p, const char *const *words, size_t n, size_
 /* A comma-separated list appended to out[*n..max-1] (the value is split in
  * place); refuses a list with no item and one that does not fit. */
 bool cli_opt_list(const cli_opts *p, const char **out, size_t max, size_t *n);
+/* cli_opt_list of allocator policies: every item must be a name grt_alloc_policies() lists. */
+bool cli_opt_policies(const cli_opts *p, const char **out, size_t max, size_t *n);
 
 #endif

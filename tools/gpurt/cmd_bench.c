@@ -183,6 +183,7 @@ static int w3_trace(const grt_trace *t, const char *path, double *logsum, int *m
   for (size_t p = 0; p < N_POLICIES; p++) {
     cli_run_opts ro;
     cli_run_opts_default(&ro);
+    ro.cmd = "bench";
     ro.policy = policies[p];
     ro.search = 1;
     cli_run run;

@@ -117,7 +117,7 @@ static const struct option compare_options[] = {
 /* One argument (c, what getopt returned); false when it is refused. */
 static bool compare_arg(const cli_opts *p, int c, compare_args *a) {
   switch (c) {
-  case CMP_POLICIES: return cli_opt_list(p, a->policies, MAX_POLICIES, &a->n_pol); /* repeats add up */
+  case CMP_POLICIES: return cli_opt_policies(p, a->policies, MAX_POLICIES, &a->n_pol); /* repeats add up */
   case CMP_CAPACITY: return cli_opt_bytes(p, &a->o.capacity);
   case CMP_CONF: a->o.conf = p->arg; return true;
   case CMP_DEVICE: return cli_opt_device(p, &a->o.device);
@@ -155,6 +155,7 @@ int grt_cmd_compare(int argc, char **argv) {
   compare_args a;
   memset(&a, 0, sizeof a);
   cli_run_opts_default(&a.o);
+  a.o.cmd = "compare";
   a.o.search = 1;
   int parsed = compare_parse(argc, argv, &a);
   if (parsed != CLI_ARGS_OK) return parsed;
@@ -165,7 +166,13 @@ int grt_cmd_compare(int argc, char **argv) {
   int n_paths = a.n_paths;
   const char *html = a.html;
   bool json = a.json;
-  if (!n_pol) n_pol = cli_known_policies(policies, MAX_POLICIES);
+  if (!n_pol) { /* every policy the library has */
+    const char *const *names = NULL;
+    size_t count = 0;
+    grt_status st = grt_alloc_policies(&names, &count);
+    if (st) return cli_fail_status("compare", "grt_alloc_policies", st, NULL);
+    for (size_t i = 0; i < count && n_pol < MAX_POLICIES; i++) policies[n_pol++] = names[i];
+  }
   o.series = html != NULL;
   o.snapshots = html != NULL;
   cli_run *runs = calloc((size_t)(n_paths * n_pol), sizeof *runs);

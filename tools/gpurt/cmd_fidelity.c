@@ -57,11 +57,7 @@ static int fidelity_loaded(const grt_trace *t, const char *path) {
   return 0;
 }
 
-int cli_fidelity(const char *path, int device, const char *html) {
-  if (html) {
-    fprintf(stderr, "gpurt replay: --fidelity prints a text report; for the HTML report run without --fidelity\n");
-    return 2;
-  }
+int cli_fidelity(const char *path, int device) {
   grt_trace *t = cli_load_trace("replay", path, device);
   if (!t) return 1;
   int rc = fidelity_loaded(t, path);

@@ -264,7 +264,7 @@ int grt_cmd_replay(int argc, char **argv) {
   const char *path = a.path, *html = a.html;
   bool csv = a.csv, json = a.json;
   if (a.serve) return cli_replay_serve(path, &o, &a.so);
-  if (a.fidelity) return cli_fidelity(path, o.device, html);
+  if (a.fidelity) return cli_fidelity(path, o.device);
   o.series = csv || json || html;
   o.search = a.search ? 1 : a.no_search ? 0 : -1;
   o.snapshots = html != NULL;

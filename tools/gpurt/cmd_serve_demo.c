@@ -56,7 +56,7 @@ static int serve_demo_parse(int argc, char **argv, cli_serve_opts *so, grt_daysh
     switch (c) {
     case SD_SERVE: so->listen = p.arg; break;
     case SD_RATE: ok = cli_opt_real(&p, 0, CLI_SERVE_MAX, &so->rate); break;
-    case SD_EVENTS: ok = cli_opt_u64(&p, 0, UINT64_MAX, &wc->events); break;
+    case SD_EVENTS: ok = cli_opt_u64(&p, 100, UINT64_MAX, &wc->events) /* a day needs 100 */; break;
     case SD_SEED: ok = cli_opt_u64(&p, 0, UINT64_MAX, &wc->seed); break;
     case SD_WAIT_SCRAPE: ok = cli_opt_real(&p, 0, CLI_SERVE_MAX, &so->wait_scrape); break;
     case SD_LINGER: ok = cli_opt_real(&p, 0, CLI_SERVE_MAX, &so->linger); break;

@@ -177,7 +177,7 @@ static bool stats_option(const cli_opts *p, int c, stats_args *a) {
   case ST_CONF: a->o.conf = p->arg; break;
   case ST_DEVICE: ok = cli_opt_device(p, &a->o.device); break;
   case ST_WORKLOAD: ok = cli_opt_choice(p, workloads, sizeof workloads / sizeof workloads[0], &i); break;
-  case ST_EVENTS: ok = cli_opt_u64(p, 0, UINT64_MAX, &a->cfg.events); break;
+  case ST_EVENTS: ok = cli_opt_u64(p, 100, UINT64_MAX, &a->cfg.events) /* a day needs 100 */; break;
   case ST_SEED: ok = cli_opt_u64(p, 0, UINT64_MAX, &a->cfg.seed); break;
   case ST_FORMAT:
     ok = cli_opt_choice(p, formats, sizeof formats / sizeof formats[0], &i);
@@ -220,6 +220,7 @@ int grt_cmd_stats(int argc, char **argv) {
   stats_args a = {.format = "summary"};
   grt_dayshift_config_default(&a.cfg);
   cli_run_opts_default(&a.o);
+  a.o.cmd = "stats";
   int rc = stats_parse(argc, argv, &a);
   if (rc != CLI_ARGS_OK) return rc;
   return a.path ? stats_trace(a.path, &a.o, a.format, a.abbreviated) : stats_workload(&a.cfg, a.format, a.abbreviated);

@@ -156,7 +156,8 @@ static void frag_usage(FILE *f) {
           "Demo 1: the same 128 MB free, laid out two ways on a first-fit device.\n"
           "Demo 2: 5000 alloc/free cycles, raw driver vs caching allocator.\n"
           "Table:  utilization when the first allocation fails, per policy\n"
-          "        (default policies: naive,caching; 5 seeds; 1024 MB device).\n");
+          "        (default policies: naive,caching; --policies may repeat and adds up;\n"
+          "        5 seeds; 1024 MB device).\n");
 }
 
 enum { FRAG_POLICIES = 256, FRAG_SEEDS, FRAG_CAPACITY_MB };
@@ -172,6 +173,7 @@ static const struct option frag_options[] = {
 int grt_demo_frag(int argc, char **argv) {
   const char *policies[MAX_POLICIES] = {"naive", "caching"};
   size_t n_policies = 2;
+  bool given = false;
   int seeds = 5;
   uint64_t capacity = 1024 * MB, v;
   cli_opts p;
@@ -182,8 +184,9 @@ int grt_demo_frag(int argc, char **argv) {
   }
   for (int c; (c = cli_opts_next(&p)) != CLI_OPT_END;) {
     if (c == FRAG_POLICIES) {
-      n_policies = 0; /* the list replaces the defaults */
-      if (!cli_opt_list(&p, policies, MAX_POLICIES, &n_policies)) return 2;
+      if (!given) n_policies = 0; /* the first list replaces the defaults; repeats add up, as in compare */
+      given = true;
+      if (!cli_opt_policies(&p, policies, MAX_POLICIES, &n_policies)) return 2;
     } else if (c == FRAG_SEEDS) {
       if (!cli_opt_u64(&p, 1, INT_MAX, &v)) return 2;
       seeds = (int)v;

@@ -40,6 +40,7 @@ static void usage(FILE *f) {
           "gpurt — the GPU runtime layer (pools + DAG), modelled on the CPU\n\n"
           "usage: gpurt <command> [options]   (gpurt <command> --help for each)\n\ncommands:\n");
   for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\n`gpurt help CMD` prints one command's options, `gpurt --version` the version.\n");
 }
 
 static int version(int argc, char **argv) {

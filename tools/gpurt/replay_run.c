@@ -14,6 +14,7 @@
 
 void cli_run_opts_default(cli_run_opts *o) {
   memset(o, 0, sizeof *o);
+  o->cmd = "replay";
   o->policy = "caching";
   o->honor_releases = true;
   o->search = -1;
@@ -32,17 +33,23 @@ void cli_run_config(const cli_run_opts *o, grt_replay_config *c) {
   c->record_series = o->series;
 }
 
-static int report_error(const char *path, grt_replay *r, grt_status st) {
-  fprintf(stderr, "gpurt replay: %s: %s (%s)\n", cli_basename(path), r ? grt_replay_last_error(r) : "",
+static int report_error(const cli_run_opts *o, const char *path, grt_replay *r, grt_status st) {
+  fprintf(stderr, "gpurt %s: %s: %s (%s)\n", o->cmd, cli_basename(path), r ? grt_replay_last_error(r) : "",
           grt_status_str(st));
   return 1;
 }
 
-/* "gpurt replay: TRACE: CALL: NAME (message)"; returns 1. */
-static int report_first(const char *path, const cli_first *f) {
+/* "gpurt CMD: TRACE: CALL: NAME (message)"; returns 1. */
+static int report_first(const cli_run_opts *o, const char *path, const cli_first *f) {
   char what[320];
   snprintf(what, sizeof what, "%s: %s", cli_basename(path), f->what);
-  return cli_fail_status("replay", what, f->st, f->msg);
+  return cli_fail_status(o->cmd, what, f->st, f->msg);
+}
+
+static int report_open(const cli_run_opts *o, const char *path, grt_status st) {
+  fprintf(stderr, "gpurt %s: cannot replay %s with policy '%s': %s\n", o->cmd, cli_basename(path), o->policy,
+          st == GRT_ERR_NOT_FOUND ? "no such policy" : grt_status_str(st));
+  return 1;
 }
 
 typedef struct snap_ctx {
@@ -82,7 +89,7 @@ int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, 
   snprintf(run->policy, sizeof run->policy, "%s", o->policy);
   grt_trace_info info;
   cli_first f = CLI_FIRST_INIT;
-  if (cli_keep(&f, "grt_trace_get_info", grt_trace_get_info(t, &info))) return report_first(path, &f);
+  if (cli_keep(&f, "grt_trace_get_info", grt_trace_get_info(t, &info))) return report_first(o, path, &f);
   run->format = grt_trace_format_name(info.format);
   run->n_events = info.n_events;
   grt_replay_config c;
@@ -95,14 +102,10 @@ int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, 
   c.step_ctx = &prog;
   grt_replay *r;
   grt_status st = grt_replay_open(t, &c, &r);
-  if (st) {
-    fprintf(stderr, "gpurt: cannot replay %s with policy '%s': %s\n", cli_basename(path), o->policy,
-            st == GRT_ERR_NOT_FOUND ? "no such policy" : grt_status_str(st));
-    return 1;
-  }
+  if (st) return report_open(o, path, st);
   st = grt_replay_run(r);
   cli_progress_done(&prog);
-  if (cli_keep(&f, "grt_replay_run", st)) report_error(path, r, st); /* now: its message goes with r */
+  if (cli_keep(&f, "grt_replay_run", st)) report_error(o, path, r, st); /* now: its message goes with r */
   if (!f.st) cli_keep(&f, "grt_replay_get_summary", grt_replay_get_summary(r, &run->sum));
   run->recorded = c.placement == GRT_REPLAY_PLACE_RECORDED ||
                   (c.placement == GRT_REPLAY_PLACE_AUTO && !strcmp(o->policy, "caching") &&
@@ -127,7 +130,7 @@ int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, 
   }
   if (f.st) {
     cli_run_free(run);
-    return st ? 1 : report_first(path, &f); /* a failed run was reported above */
+    return st ? 1 : report_first(o, path, &f); /* a failed run was reported above */
   }
   bool search = o->search == 1 || (o->search == -1 && info.n_events < SEARCH_AUTO_MAX_EVENTS);
   if (search) {
@@ -161,15 +164,11 @@ static int stream_run(const char *path, const cli_run_opts *o, cli_run *run) {
   memset(&err, 0, sizeof err);
   grt_status st = grt_replay_stream_file(path, &c, &run->sum, &err);
   cli_progress_done(&prog);
-  if (st && !err.file[0]) { /* the replay could not even start */
-    fprintf(stderr, "gpurt: cannot replay %s with policy '%s': %s\n", cli_basename(path), o->policy,
-            st == GRT_ERR_NOT_FOUND ? "no such policy" : grt_status_str(st));
-    return 1;
-  }
+  if (st && !err.file[0]) return report_open(o, path, st); /* the replay could not even start */
   if (st) {
     char msg[600];
     if (grt_trace_error_format(&err, msg, sizeof msg)) snprintf(msg, sizeof msg, "%s", cli_basename(path));
-    fprintf(stderr, "gpurt replay: %s (%s)\n", msg, grt_status_str(st));
+    fprintf(stderr, "gpurt %s: %s (%s)\n", o->cmd, msg, grt_status_str(st));
     return 1;
   }
   run->n_events = run->sum.events;
@@ -182,7 +181,7 @@ int cli_run_trace(const char *path, const cli_run_opts *o, cli_run *run) {
   bool big = stat(path, &sb) == 0 && (uint64_t)sb.st_size > STREAM_MIN_BYTES;
   if (cli_is_native(path) && !o->series && !o->snapshots && (o->search == 0 || (o->search == -1 && big)))
     return stream_run(path, o, run);
-  grt_trace *t = cli_load_trace("replay", path, o->device);
+  grt_trace *t = cli_load_trace(o->cmd, path, o->device);
   if (!t) return 1;
   int rc = cli_run_loaded(t, path, o, run);
   grt_status st = grt_trace_destroy(t);

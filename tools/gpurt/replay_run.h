@@ -8,6 +8,7 @@
 #include "gpurt/replay.h"
 
 typedef struct cli_run_opts {
+  const char *cmd;            /* the command reporting failures ("replay", "compare", ...) */
   const char *policy, *conf;
   uint64_t capacity;          /* 0 = automatic */
   grt_replay_placement placement;
@@ -53,7 +54,7 @@ int cli_write_html(const char *file, const char *title, const cli_run *runs, siz
  * while serving live /metrics; `so` is a cli_serve_opts (serve_run.h). */
 struct cli_serve_opts;
 int cli_replay_serve(const char *path, const cli_run_opts *o, const struct cli_serve_opts *so);
-/* `gpurt replay --fidelity` (cmd_fidelity.c). */
-int cli_fidelity(const char *path, int device, const char *html);
+/* `gpurt replay --fidelity` (cmd_fidelity.c); its conflicting options were refused when parsed. */
+int cli_fidelity(const char *path, int device);
 
 #endif

@@ -81,15 +81,6 @@ grt_status cli_progress_step(void *ctx, grt_replay *r, const grt_trace_event *ev
   return GRT_OK;
 }
 
-int cli_known_policies(const char **out, int max) {
-  const char *const *names = NULL;
-  size_t count = 0;
-  if (grt_alloc_policies(&names, &count)) return 0;
-  int n = 0;
-  for (size_t i = 0; i < count && n < max; i++) out[n++] = names[i];
-  return n;
-}
-
 const cli_w3_ref cli_w3_reference[] = {
     {"exact best fit", 1.58}, {"VMA MIN_MEMORY", 1.58}, {"TLSF", 1.65}, {"VMA default", 1.73}, {"OffsetAllocator", 1.75},
 };

@@ -36,9 +36,6 @@ void cli_progress_done(cli_progress *p);
 /* A step callback that ticks a cli_progress (ctx). */
 grt_status cli_progress_step(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index);
 
-/* The policies `compare` tries by default: those grt_alloc_create knows, among candidates. */
-int cli_known_policies(const char **out, int max);
-
 /* W3's reference rows (docs/ALLOCATORS.md): the peers' heap needed / peak
  * live, geometric mean over the google/minimalloc traces (measured elsewhere). */
 typedef struct cli_w3_ref {
