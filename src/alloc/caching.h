@@ -205,6 +205,8 @@ cblock *grt__caching_expandable_alloc(grt_allocator *a, cpool *pool, grt_stream_
 /* Picks among equal-fit candidates by "expandable size" (PyTorch's best fit in expandable mode). */
 int grt__caching_expandable_pick(grt__bins *bins, grt__bin_entry *e);
 grt_status grt__caching_unmap_block(grt_allocator *a, cblock *b);
+/* Maps n pages from va, one device map per page (all or nothing). */
+grt_status grt__caching_map_pages(grt_device *dev, grt_devptr va, uint64_t n, uint64_t page);
 void grt__caching_destroy_expandable(grt_allocator *a, cseg *s);
 grt_status grt__caching_snapshot_expandable(const cseg *s, grt_alloc_snapshot *out);
 

@@ -80,7 +80,7 @@ static void merge(grt_allocator *a, cblock *dst, cblock *src) { grt__caching_try
  * a refused map unmaps the pages this call mapped, whole mappings just made
  * (should the device refuse that too, its status is returned and those pages
  * stay mapped, unknown to the allocator, until the device goes). */
-static grt_status map_pages(grt_device *dev, grt_devptr va, uint64_t n, uint64_t page) {
+grt_status grt__caching_map_pages(grt_device *dev, grt_devptr va, uint64_t n, uint64_t page) {
   for (uint64_t i = 0; i < n; i++) {
     grt_status st = grt_device_map(dev, va + i * page, page);
     if (st) {
@@ -98,7 +98,7 @@ static int map_block(grt_allocator *a, cblock *b, uint64_t size) {
   uint64_t first = (b->ptr - s->base) / s->page;
   uint64_t last = (b->ptr + size - s->base + s->page - 1) / s->page;
   uint64_t mapped = (last - first) * s->page;
-  grt_status st = map_pages(a->dev, s->base + first * s->page, last - first, s->page);
+  grt_status st = grt__caching_map_pages(a->dev, s->base + first * s->page, last - first, s->page);
   if (st) {
     c->last_device_status = st;
     return 0;

@@ -1,7 +1,9 @@
 /* caching_import_expandable.c — an expandable segment's recorded state:
  * the (stream, pool) reservation and its mapped ranges, rebuilt before a
  * replay (PyTorch maps pages before recording starts and logs no map event
- * for them). A mapped range becomes one free mapped block between unmapped
+ * for them). A mapped range is mapped page by page, as the malloc path maps
+ * it, so that a later release can unmap any whole pages of it, and becomes
+ * one free mapped block between unmapped
  * blocks, exactly as map_block leaves a freshly mapped range; live blocks are
  * then carved out of it by grt_alloc_import_block. */
 #include <stdlib.h>
@@ -102,7 +104,7 @@ static grt_status import_range(grt_allocator *a, grt_stream_id stream, int is_la
   *va = s->base;
   grt_devptr start = s->base + offset, end = start + size;
   if (fresh) u = s->head;
-  if ((st = grt_device_map(a->dev, start, size))) {
+  if ((st = grt__caching_map_pages(a->dev, start, size / page, page))) { /* page by page, as map_block maps */
     if (fresh) drop_reservation(a, s);
     return st;
   }
@@ -119,6 +121,34 @@ static grt_status import_range(grt_allocator *a, grt_stream_id stream, int is_la
   c->total_allocated_memory += size;
   grt__stat_update2(a->stats.reserved_bytes, pool->stat_type, (int64_t)size);
   return GRT_OK;
+}
+
+/* The (stream, pool) reservation's base, reserving it (nothing mapped) when there is none. */
+static grt_status reservation(grt_allocator *a, grt_stream_id stream, int is_large, grt_devptr *va) {
+  caching *c = a->impl;
+  cpool *pool = is_large ? &c->large : &c->small;
+  uint64_t page = is_large ? GRT_LARGE_BUFFER : GRT_SMALL_BUFFER;
+  cseg *s = find_reservation(c, pool, stream);
+  if (!s) {
+    cneeds nd;
+    grt__needs_init(&nd);
+    nd.segs = 1;
+    nd.blocks = nd.unmapped[is_large != 0] = 1;
+    grt_status st = grt__needs_bins(c, &nd, pool, stream, 1);
+    if (st || (st = grt__caching_reserve(a, &nd))) return st;
+    if ((st = new_reservation(a, pool, stream, reservation_size(a, page), page, &s))) return st;
+  }
+  *va = s->base;
+  return GRT_OK;
+}
+
+grt_status grt__alloc_expandable_reservation(grt_allocator *a, grt_stream_id stream, int is_large, grt_devptr *va) {
+  if (!a || !va) return GRT_ERR_INVALID_ARG;
+  if (a->ops != &grt__caching_ops || !a->cfg.expandable_segments) return GRT_ERR_UNSUPPORTED;
+  pthread_mutex_lock(&a->lock);
+  grt_status st = reservation(a, stream, is_large, va);
+  pthread_mutex_unlock(&a->lock);
+  return st;
 }
 
 grt_status grt__alloc_import_expandable(grt_allocator *a, grt_stream_id stream, int is_large, uint64_t offset,

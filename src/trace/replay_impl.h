@@ -119,12 +119,29 @@ struct grt_replay {
   void *hook_ctx;
 };
 
+/* A recorded device range (a segment, or a run of mapped pages) and a growable list of them. */
+typedef struct grt__replay_range {
+  grt_devptr addr;
+  uint64_t size;
+  grt_stream_id stream;
+  bool is_large;
+} grt__replay_range;
+
+typedef struct grt__replay_ranges {
+  grt__replay_range *v;
+  size_t n, cap;
+} grt__replay_ranges;
+
+bool grt__replay_ranges_push(grt__replay_ranges *l, const grt__replay_range *x);
+
 /* replay_start.c: device geometry and the PyTorch starting-state rebuild. */
 void grt__replay_geometry(const grt_replay_config *cfg, const grt_trace_info *info, bool recorded,
                           grt_devptr *base, uint64_t *capacity);
 grt_status grt__replay_rebuild_start(grt_replay *r);
-/* Expandable segments' starting state (replay_expandable.c). */
-grt_status grt__replay_rebuild_expandable(grt_replay *r);
+/* Expandable segments' starting state (replay_expandable.c): reserves every
+ * recorded reservation, maps the pages mapped when recording began, notes the
+ * translations, and appends those mapped runs (recorded coordinates) to runs. */
+grt_status grt__replay_rebuild_expandable(grt_replay *r, grt__replay_ranges *runs);
 /* The alloc configuration a trace asks for (its settings, then cfg->alloc_conf). */
 grt_status grt__replay_alloc_config(const grt_replay_config *cfg, const grt_trace_info *info, grt_alloc_config *out,
                                     char *err, size_t err_size);

@@ -12,6 +12,9 @@
  *     round_size(requested); in the large pool a gap of at most 1 MiB after
  *     such a block belongs to it, since a free large remainder is always
  *     larger than 1 MiB).
+ *   - expandable segments: a page was mapped at the start when the first
+ *     event touching it unmaps it, or no event touches it and it is mapped
+ *     at the end (replay_expandable.c).
  *   - the rest of each segment is free, one merged block per gap.
  * Recorded addresses are used only here, as segment bases, and for scoring.
  */
@@ -75,13 +78,6 @@ grt_status grt__replay_alloc_config(const grt_replay_config *cfg, const grt_trac
 
 /* ---- the starting state ---- */
 
-typedef struct start_seg {
-  grt_devptr addr;
-  uint64_t size;
-  grt_stream_id stream;
-  bool is_large;
-} start_seg;
-
 typedef struct start_block {
   grt_devptr addr;
   uint64_t size, requested;
@@ -89,8 +85,7 @@ typedef struct start_block {
 } start_block;
 
 typedef struct start_state {
-  start_seg *segs;
-  size_t n_segs, cap_segs;
+  grt__replay_ranges segs; /* segments (or mapped runs) that existed when recording began */
   start_block *blocks;
   size_t n_blocks, cap_blocks;
 } start_state;
@@ -108,19 +103,24 @@ static bool push(void **arr, size_t *n, size_t *cap, size_t elem, const void *v)
   return true;
 }
 
+bool grt__replay_ranges_push(grt__replay_ranges *l, const grt__replay_range *x) {
+  return push((void **)&l->v, &l->n, &l->cap, sizeof *x, x);
+}
+
 static int cmp_block(const void *a, const void *b) {
   const start_block *x = a, *y = b;
   return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
 static int cmp_seg(const void *a, const void *b) {
-  const start_seg *x = a, *y = b;
+  const grt__replay_range *x = a, *y = b;
   return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static const start_seg *seg_of(const start_state *s, grt_devptr addr) {
-  for (size_t i = 0; i < s->n_segs; i++)
-    if (addr >= s->segs[i].addr && addr < s->segs[i].addr + s->segs[i].size) return &s->segs[i];
+static const grt__replay_range *seg_of(const start_state *s, grt_devptr addr) {
+  const grt__replay_range *v = s->segs.v;
+  for (size_t i = 0; i < s->segs.n; i++)
+    if (addr >= v[i].addr && addr < v[i].addr + v[i].size) return &v[i];
   return NULL;
 }
 
@@ -135,17 +135,17 @@ static grt_status collect_segments(const grt_trace_info *in, start_state *s) {
     if (grt__u64map_get(&first, e->addr)) continue;
     if (!grt__u64map_put(&first, e->addr, (void *)(uintptr_t)(e->kind + 1u))) st = GRT_ERR_NOMEM;
     bool is_free = e->kind == GRT_TRACE_SEGMENT_FREE || e->kind == GRT_TRACE_SEGMENT_UNMAP;
-    start_seg g = {e->addr, e->size, in->streams[e->stream], e->size != TWO_MIB};
-    if (!st && is_free && !push((void **)&s->segs, &s->n_segs, &s->cap_segs, sizeof g, &g)) st = GRT_ERR_NOMEM;
+    grt__replay_range g = {e->addr, e->size, in->streams[e->stream], e->size != TWO_MIB};
+    if (!st && is_free && !grt__replay_ranges_push(&s->segs, &g)) st = GRT_ERR_NOMEM;
   }
   for (size_t i = 0; i < in->n_segments && !st; i++) {
     const grt_trace_segment *g = &in->segments[i];
     if (grt__u64map_get(&first, g->addr)) continue;
-    start_seg v = {g->addr, g->total_size, g->stream, g->is_large};
-    if (!push((void **)&s->segs, &s->n_segs, &s->cap_segs, sizeof v, &v)) st = GRT_ERR_NOMEM;
+    grt__replay_range v = {g->addr, g->total_size, g->stream, g->is_large};
+    if (!grt__replay_ranges_push(&s->segs, &v)) st = GRT_ERR_NOMEM;
   }
   grt__u64map_free(&first);
-  if (s->n_segs) qsort(s->segs, s->n_segs, sizeof *s->segs, cmp_seg);
+  if (s->segs.n) qsort(s->segs.v, s->segs.n, sizeof *s->segs.v, cmp_seg);
   return st;
 }
 
@@ -173,10 +173,10 @@ static grt_status collect_blocks(const grt_trace_info *in, const grt_alloc_confi
   free(addr_of);
   for (size_t i = 0; i < in->n_segments && !st; i++) {
     const grt_trace_segment *g = &in->segments[i];
-    if (!seg_of(s, g->addr)) continue;
     for (size_t j = 0; j < g->n_blocks && !st; j++) {
       const grt_trace_block *k = &g->blocks[j];
-      if (k->state == GRT_TRACE_BLOCK_INACTIVE || grt__u64map_get(&live_end, k->addr)) continue;
+      /* a block in memory mapped since recording began was allocated since */
+      if (k->state == GRT_TRACE_BLOCK_INACTIVE || grt__u64map_get(&live_end, k->addr) || !seg_of(s, k->addr)) continue;
       start_block b = {k->addr, k->size, k->requested_size <= k->size ? k->requested_size : k->size, false};
       if (!push((void **)&s->blocks, &s->n_blocks, &s->cap_blocks, sizeof b, &b)) st = GRT_ERR_NOMEM;
     }
@@ -191,7 +191,7 @@ static grt_status collect_blocks(const grt_trace_info *in, const grt_alloc_confi
 static void apply_gap_rule(start_state *s) {
   for (size_t i = 0; i < s->n_blocks; i++) {
     start_block *b = &s->blocks[i];
-    const start_seg *g = seg_of(s, b->addr);
+    const grt__replay_range *g = seg_of(s, b->addr);
     if (!b->from_free || !g || !g->is_large) continue;
     uint64_t end = g->addr + g->size;
     if (i + 1 < s->n_blocks && s->blocks[i + 1].addr < end) end = s->blocks[i + 1].addr;
@@ -199,15 +199,10 @@ static void apply_gap_rule(start_state *s) {
   }
 }
 
-/* Expandable: the final mapped ranges (recorded coordinates), imported with their translations. */
+/* Expandable: the pages mapped when recording began, imported with their translations. */
 static grt_status expandable_segments(grt_replay *r, start_state *s) {
-  grt_status st = grt__replay_rebuild_expandable(r);
-  for (size_t i = 0; i < r->info.n_segments && !st; i++) {
-    const grt_trace_segment *g = &r->info.segments[i];
-    start_seg v = {g->addr, g->total_size, g->stream, g->is_large};
-    if (g->is_expandable && !push((void **)&s->segs, &s->n_segs, &s->cap_segs, sizeof v, &v)) st = GRT_ERR_NOMEM;
-  }
-  if (s->n_segs) qsort(s->segs, s->n_segs, sizeof *s->segs, cmp_seg);
+  grt_status st = grt__replay_rebuild_expandable(r, &s->segs);
+  if (s->segs.n) qsort(s->segs.v, s->segs.n, sizeof *s->segs.v, cmp_seg);
   return st;
 }
 
@@ -223,8 +218,9 @@ grt_status grt__replay_rebuild_start(grt_replay *r) {
   st = expandable ? expandable_segments(r, &s) : collect_segments(in, &s);
   if (!st && !(st = collect_blocks(in, &ac, &s))) {
     if (!expandable) apply_gap_rule(&s); /* expandable blocks split whenever 512 B would remain */
-    for (size_t i = 0; i < s.n_segs && !st && !expandable; i++) {
-      st = grt_alloc_import_segment(r->alloc, s.segs[i].addr, s.segs[i].size, s.segs[i].stream, s.segs[i].is_large);
+    for (size_t i = 0; i < s.segs.n && !st && !expandable; i++) {
+      const grt__replay_range *g = &s.segs.v[i];
+      st = grt_alloc_import_segment(r->alloc, g->addr, g->size, g->stream, g->is_large);
       if (st) grt__replay_set_error(r, "rebuilding the start: %s", grt_alloc_last_error(r->alloc));
     }
     for (size_t i = 0; i < s.n_blocks && !st; i++) {
@@ -239,7 +235,7 @@ grt_status grt__replay_rebuild_start(grt_replay *r) {
       st = grt__replay_note_imported(r, b->addr);
     }
   }
-  free(s.segs);
+  free(s.segs.v);
   free(s.blocks);
   return st;
 }
