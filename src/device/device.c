@@ -1,6 +1,11 @@
-/* device.c — the public grt_device functions: validation, locking, counters
- * and fault injection around a backend (device_impl.h). */
+/* device.c — the public grt_device functions: validation, locking, counters,
+ * fault injection and the memory limit around a backend (device_impl.h).
+ * The limit lives here, not in a backend, so that it caps every backend the
+ * same way: a call over it is refused before the backend sees it, which keeps
+ * "a failed call changes nothing" without an undo. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "device/device_impl.h"
 
@@ -11,6 +16,27 @@ void grt_device_config_default(grt_device_config *cfg) {
   cfg->alignment = 512;
   cfg->host_backing = 0;
   cfg->fail_malloc_at = 0;
+  cfg->model = GRT_DEVICE_MODEL_CONTIGUOUS;
+}
+
+const char *grt_device_model_name(grt_device_model model) {
+  switch (model) {
+    case GRT_DEVICE_MODEL_CONTIGUOUS: return "contiguous";
+    case GRT_DEVICE_MODEL_PAGED: return "paged";
+  }
+  return "unknown";
+}
+
+grt_status grt_device_model_parse(const char *name, grt_device_model *out) {
+  if (!name || !out) return GRT_ERR_INVALID_ARG;
+  if (strcmp(name, "contiguous") == 0) {
+    *out = GRT_DEVICE_MODEL_CONTIGUOUS;
+  } else if (strcmp(name, "paged") == 0) {
+    *out = GRT_DEVICE_MODEL_PAGED;
+  } else {
+    return GRT_ERR_INVALID_ARG;
+  }
+  return GRT_OK;
 }
 
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
@@ -32,7 +58,8 @@ grt_status grt_device_create(const grt_device_config *cfg, grt_device **out) {
   if (!out) return GRT_ERR_INVALID_ARG;
   *out = NULL;
   if (!cfg || cfg->capacity == 0 || cfg->base_address == 0 || !is_pow2(cfg->alignment) ||
-      cfg->base_address % cfg->alignment != 0 || cfg->base_address + cfg->capacity < cfg->base_address)
+      cfg->base_address % cfg->alignment != 0 || cfg->base_address + cfg->capacity < cfg->base_address ||
+      (cfg->model != GRT_DEVICE_MODEL_CONTIGUOUS && cfg->model != GRT_DEVICE_MODEL_PAGED))
     return GRT_ERR_INVALID_ARG;
   void *impl = NULL;
   grt_status st = grt__device_sim_create(cfg, &impl);
@@ -85,6 +112,39 @@ static void count_alloc(grt_device *dev, grt_status st, uint64_t *calls) {
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
 
+/* The unit bytes_in_use grows in (lock held): a power of two, at least the alignment. */
+static uint64_t charge_unit(grt_device *dev) {
+  uint64_t unit = dev->ops->charge_unit ? dev->ops->charge_unit(dev->impl) : 1;
+  return unit > dev->alignment ? unit : dev->alignment;
+}
+
+/* Bytes a malloc or map of size adds to bytes_in_use (lock held); UINT64_MAX
+ * when rounding up overflows, which no limit admits. */
+static uint64_t charge_of(grt_device *dev, uint64_t size) {
+  uint64_t unit = charge_unit(dev);
+  return size > UINT64_MAX - (unit - 1) ? UINT64_MAX : align_up(size, unit);
+}
+
+/* Bytes the limit leaves free (lock held): UINT64_MAX without a limit, 0 when
+ * use is already above it. */
+static uint64_t limit_room(grt_device *dev) {
+  if (!dev->memory_limit) return UINT64_MAX;
+  uint64_t in_use = dev->ops->bytes_in_use(dev->impl);
+  return in_use < dev->memory_limit ? dev->memory_limit - in_use : 0;
+}
+
+/* True (with the reason in last_error) when a malloc or map of size would
+ * take bytes_in_use above the limit (lock held). */
+static int over_limit(grt_device *dev, uint64_t size) {
+  uint64_t room = limit_room(dev), need = charge_of(dev, size);
+  if (need <= room) return 0;
+  snprintf(dev->last_error, sizeof dev->last_error,
+           "memory limit: %llu bytes in use of a %llu-byte limit, the call needs %llu more",
+           (unsigned long long)dev->ops->bytes_in_use(dev->impl), (unsigned long long)dev->memory_limit,
+           (unsigned long long)need);
+  return 1;
+}
+
 grt_status grt_device_malloc(grt_device *dev, uint64_t size, grt_devptr *out) {
   if (!dev || !out) return GRT_ERR_INVALID_ARG;
   if (size == 0 || size > dev->capacity) return GRT_ERR_SIZE;
@@ -95,6 +155,8 @@ grt_status grt_device_malloc(grt_device *dev, uint64_t size, grt_devptr *out) {
   grt_status st;
   if (fault_fires(dev))
     st = GRT_ERR_FAULT_INJECTED;
+  else if (over_limit(dev, size))
+    st = GRT_ERR_OOM;
   else if (hint && dev->ops->malloc_at(dev->impl, hint, size) == GRT_OK)
     st = GRT_OK, *out = hint;
   else
@@ -110,7 +172,9 @@ grt_status grt_device_malloc_at(grt_device *dev, grt_devptr addr, uint64_t size)
   if (addr % dev->alignment) return GRT_ERR_INVALID_ARG;
   size = align_up(size, dev->alignment);
   pthread_mutex_lock(&dev->lock);
-  grt_status st = fault_fires(dev) ? GRT_ERR_FAULT_INJECTED : dev->ops->malloc_at(dev->impl, addr, size);
+  grt_status st = fault_fires(dev) ? GRT_ERR_FAULT_INJECTED
+      : over_limit(dev, size)      ? GRT_ERR_OOM
+                                   : dev->ops->malloc_at(dev->impl, addr, size);
   count_alloc(dev, st, &dev->malloc_calls);
   pthread_mutex_unlock(&dev->lock);
   return st;
@@ -157,8 +221,13 @@ grt_status grt_device_get_stats(grt_device *dev, grt_device_stats *out) {
   s.syncs = dev->syncs;
   s.map_calls = dev->map_calls;
   s.unmap_calls = dev->unmap_calls;
+  s.memory_limit = dev->memory_limit;
+  uint64_t unit = charge_unit(dev);
   pthread_mutex_unlock(&dev->lock);
-  s.free_bytes = s.capacity - s.bytes_in_use;
+  uint64_t usable = s.memory_limit && s.memory_limit < s.capacity ? s.memory_limit : s.capacity;
+  s.free_bytes = s.bytes_in_use < usable ? usable - s.bytes_in_use : 0;
+  /* Under a limit no malloc larger than what it leaves (in whole units) can succeed. */
+  if (s.memory_limit && s.largest_hole > s.free_bytes / unit * unit) s.largest_hole = s.free_bytes / unit * unit;
   *out = s;
   return GRT_OK;
 }
@@ -170,9 +239,10 @@ grt_status grt_device_mem_get_info(grt_device *dev, uint64_t *free_bytes, uint64
     uint64_t f = 0, t = 0;
     pthread_mutex_lock(&dev->lock);
     grt_status st = dev->ops->mem_info(dev->impl, &f, &t);
+    uint64_t room = limit_room(dev);
     pthread_mutex_unlock(&dev->lock);
     if (st) return st;
-    *free_bytes = f;
+    *free_bytes = f < room ? f : room;
     *total = t;
     return GRT_OK;
   }
@@ -180,6 +250,14 @@ grt_status grt_device_mem_get_info(grt_device *dev, uint64_t *free_bytes, uint64
   if (st) return st;
   *free_bytes = s.free_bytes;
   *total = s.capacity;
+  return GRT_OK;
+}
+
+grt_status grt_device_set_memory_limit(grt_device *dev, uint64_t limit_bytes) {
+  if (!dev) return GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&dev->lock);
+  dev->memory_limit = limit_bytes;
+  pthread_mutex_unlock(&dev->lock);
   return GRT_OK;
 }
 
@@ -242,7 +320,9 @@ grt_status grt_device_map(grt_device *dev, grt_devptr va, uint64_t size) {
   grt_status st = check_vm_range(dev, va, size);
   if (st) return st;
   pthread_mutex_lock(&dev->lock);
-  st = fault_fires(dev) ? GRT_ERR_FAULT_INJECTED : dev->ops->map(dev->impl, va, size);
+  st = fault_fires(dev)       ? GRT_ERR_FAULT_INJECTED
+      : over_limit(dev, size) ? GRT_ERR_OOM
+                              : dev->ops->map(dev->impl, va, size);
   count_alloc(dev, st, &dev->map_calls);
   pthread_mutex_unlock(&dev->lock);
   return st;

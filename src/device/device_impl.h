@@ -26,6 +26,11 @@ typedef struct grt__device_ops {
   /* Fills the memory fields of stats (capacity, bytes_in_use, largest_hole, holes, segments). */
   void (*memory_stats)(void *impl, grt_device_stats *stats);
   uint64_t (*bytes_in_use)(void *impl); /* cheap: called after every malloc */
+  /* The unit bytes_in_use grows in, a power of two (the paged simulated
+   * device: 2 MiB pages). A malloc or map of size charges size rounded up to
+   * it and to the alignment; NULL: the alignment. The memory limit needs it
+   * to refuse a call before the backend makes it. */
+  uint64_t (*charge_unit)(void *impl);
   /* GRT_ERR_NOMEM (fn never called) when the walk cannot take its sorted copy. */
   grt_status (*walk)(void *impl, grt_device_segment_fn fn, void *ctx);
   void (*destroy)(void *impl);
@@ -50,6 +55,7 @@ struct grt_device {
   uint64_t malloc_calls, failed_mallocs, free_calls, syncs, map_calls, unmap_calls;
   uint64_t fail_countdown; /* 0: no injected fault pending */
   grt_devptr next_addr;    /* placement hint for the next malloc, 0 = none */
+  uint64_t memory_limit;   /* cap on bytes_in_use below the capacity, 0 = none */
   char last_error[256];    /* the backend's message for its last failure ("" if none) */
 };
 

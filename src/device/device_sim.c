@@ -4,7 +4,16 @@
  * hole that fits (lowest address), a free re-inserts the range and merges it
  * with the holes touching it. Invariants (checked by tests through the public
  * stats): holes are sorted, disjoint, never adjacent (adjacent holes are always
- * merged), and holes + live segments tile [base, base + capacity).
+ * merged), and holes + live segments tile [base, base + span).
+ *
+ * The two models (gpurt/device.h) share that machinery. Contiguous: span is
+ * the capacity and in_use the bytes of the live segments, so the holes are the
+ * free memory. Paged: span is a virtual space of 8 x capacity (at most
+ * VA_OFFSET), the holes only keep addresses distinct, and memory is a count of
+ * 2 MiB pages: in_use is the bytes of the pages the segments hold, and a
+ * malloc is refused only when too few pages are free (VA running out first
+ * would need more fragmentation than 8x leaves room for). Mapped pages of a
+ * reservation are 2 MiB segments in either model, so they count the same way.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -32,7 +41,9 @@ typedef struct reservation {
 typedef struct sim {
   grt_devptr base;
   uint64_t capacity;
-  uint64_t in_use;
+  uint64_t span;       /* bytes of segment address space from base: capacity, or the paged model's VA */
+  uint64_t page_limit; /* paged model: bytes of the whole pages in capacity; 0 = contiguous model */
+  uint64_t in_use;     /* bytes charged: segment sizes, or their pages (paged) */
   hole *holes;
   size_t n_holes, cap_holes;
   grt__u64map live;   /* segment start -> size (stored as uintptr_t) */
@@ -45,15 +56,32 @@ typedef struct sim {
   uint64_t mapped_pages;
 } sim;
 
+/* The segment address space of a config: the capacity, or the paged model's
+ * larger virtual space (8 x capacity, kept below the reservations). */
+static uint64_t span_of(const grt_device_config *cfg) {
+  if (cfg->model != GRT_DEVICE_MODEL_PAGED) return cfg->capacity;
+  return cfg->capacity <= VA_OFFSET / 8 ? cfg->capacity * 8 : VA_OFFSET;
+}
+
+static grt_status check_paged(const grt_device_config *cfg) {
+  if (cfg->model != GRT_DEVICE_MODEL_PAGED) return GRT_OK;
+  if (cfg->capacity < PAGE || cfg->base_address + span_of(cfg) < cfg->base_address) return GRT_ERR_INVALID_ARG;
+  return cfg->host_backing ? GRT_ERR_UNSUPPORTED : GRT_OK; /* a host copy of 8x capacity is no model */
+}
+
 grt_status grt__device_sim_create(const grt_device_config *cfg, void **impl) {
+  grt_status cst = check_paged(cfg);
+  if (cst) return cst;
   sim *s = calloc(1, sizeof *s);
   if (!s) return GRT_ERR_NOMEM;
   s->base = cfg->base_address;
   s->capacity = cfg->capacity;
+  s->span = span_of(cfg);
+  s->page_limit = cfg->model == GRT_DEVICE_MODEL_PAGED ? cfg->capacity / PAGE * PAGE : 0;
   s->holes = malloc(16 * sizeof *s->holes);
   if (!s->holes) goto fail;
   s->cap_holes = 16;
-  s->holes[0] = (hole){cfg->base_address, cfg->capacity};
+  s->holes[0] = (hole){cfg->base_address, s->span};
   s->n_holes = 1;
   grt__u64map_init(&s->live);
   grt__u64map_init(&s->freed);
@@ -108,6 +136,14 @@ static void remove_hole(sim *s, size_t i) {
   s->n_holes--;
 }
 
+/* Bytes a segment of size holds: whole pages in the paged model. */
+static uint64_t charge(const sim *s, uint64_t size) { return s->page_limit ? (size + PAGE - 1) / PAGE * PAGE : size; }
+
+/* Paged model: too few free pages for a segment of size. */
+static int pages_short(const sim *s, uint64_t size) {
+  return s->page_limit && charge(s, size) > s->page_limit - s->in_use;
+}
+
 /* Marks [addr, addr+size) (inside hole i) as a live segment. */
 static grt_status take_from_hole(sim *s, size_t i, grt_devptr addr, uint64_t size) {
   hole h = s->holes[i];
@@ -127,12 +163,13 @@ static grt_status take_from_hole(sim *s, size_t i, grt_devptr addr, uint64_t siz
   } else {
     remove_hole(s, i);
   }
-  s->in_use += size;
+  s->in_use += charge(s, size);
   return GRT_OK;
 }
 
 static grt_status sim_malloc(void *impl, uint64_t size, grt_devptr *out) {
   sim *s = impl;
+  if (pages_short(s, size)) return GRT_ERR_OOM;
   for (size_t i = 0; i < s->n_holes; i++) {
     if (s->holes[i].size >= size) {
       grt_devptr addr = s->holes[i].addr;
@@ -159,7 +196,8 @@ static size_t find_hole(const sim *s, grt_devptr addr) {
 
 static grt_status sim_malloc_at(void *impl, grt_devptr addr, uint64_t size) {
   sim *s = impl;
-  if (addr < s->base || addr + size > s->base + s->capacity || addr + size < addr) return GRT_ERR_OOM;
+  if (addr < s->base || addr + size > s->base + s->span || addr + size < addr || pages_short(s, size))
+    return GRT_ERR_OOM;
   size_t i = find_hole(s, addr);
   if (i == s->n_holes || s->holes[i].addr > addr || s->holes[i].addr + s->holes[i].size < addr + size)
     return GRT_ERR_OOM;
@@ -169,7 +207,7 @@ static grt_status sim_malloc_at(void *impl, grt_devptr addr, uint64_t size) {
 /* Classifies an address that is not the start of a live segment. */
 static grt_status classify_bad(const sim *s, grt_devptr ptr) {
   if (grt__u64map_get(&s->pages, ptr)) return GRT_ERR_UNKNOWN_POINTER; /* a mapped page, not a segment */
-  if (ptr < s->base || ptr >= s->base + s->capacity) return GRT_ERR_UNKNOWN_POINTER;
+  if (ptr < s->base || ptr >= s->base + s->span) return GRT_ERR_UNKNOWN_POINTER;
   size_t i = find_hole(s, ptr);
   int in_free_space = i < s->n_holes && s->holes[i].addr <= ptr;
   if (!in_free_space) return GRT_ERR_INTERIOR_POINTER; /* inside a live segment (even if once freed) */
@@ -201,7 +239,7 @@ static grt_status sim_free(void *impl, grt_devptr ptr) {
     s->holes[i] = (hole){ptr, size};
     s->n_holes++;
   }
-  s->in_use -= size;
+  s->in_use -= charge(s, size);
   return GRT_OK;
 }
 
@@ -247,11 +285,18 @@ static void sim_memory_stats(void *impl, grt_device_stats *st) {
   st->reserved_va_bytes = 0;
   for (size_t i = 0; i < s->n_res; i++) st->reserved_va_bytes += s->res[i].size;
   st->largest_hole = 0;
+  if (s->page_limit) { /* any free pages serve any request: one hole of all of them */
+    st->largest_hole = s->page_limit - s->in_use;
+    st->holes = st->largest_hole ? 1 : 0;
+    return;
+  }
   for (size_t i = 0; i < s->n_holes; i++)
     if (s->holes[i].size > st->largest_hole) st->largest_hole = s->holes[i].size;
 }
 
 static uint64_t sim_bytes_in_use(void *impl) { return ((sim *)impl)->in_use; }
+
+static uint64_t sim_charge_unit(void *impl) { return ((sim *)impl)->page_limit ? PAGE : 1; }
 
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -384,6 +429,7 @@ const grt__device_ops grt__device_sim_ops = {
     .host_ptr = sim_host_ptr,
     .memory_stats = sim_memory_stats,
     .bytes_in_use = sim_bytes_in_use,
+    .charge_unit = sim_charge_unit,
     .walk = sim_walk,
     .destroy = sim_destroy,
     .vmm_granularity = sim_vmm_granularity,
