@@ -6,6 +6,8 @@
 #   env          GPU, driver, nvcc, torch versions             -> OUTDIR/env.txt
 #   build        CUDA backend, gpurt-conformance, torch plugin -> OUTDIR/build.log
 #   conformance  semantic cases on sim and CUDA                -> OUTDIR/conformance.md
+#                (its "device model" row answers whether cudaMalloc needs
+#                contiguous free memory; the summary repeats its CUDA cell)
 #   torch        native vs gpurt allocator on a transformer,
 #                plus a native memory snapshot                 -> OUTDIR/torch_compare.txt,
 #                                                                 torch_compare.json,
@@ -100,6 +102,9 @@ fi
   if [ -f "$OUT/conformance.md" ]; then
     grep -m1 '^- cuda:' "$OUT/conformance.md"
     grep -m1 'case(s),' "$OUT/conformance.md"
+    # The device-model answer (docs/CONFORMANCE.md, "Device model"): the row's number and its cuda cell.
+    awk -F'|' '/^\| [0-9]+ \| device model/ { n = $2; gsub(/ /, "", n); print "device model (case " n "), cuda:" $(NF - 1); exit }' \
+      "$OUT/conformance.md"
     grep -E '\*\*FAIL\*\*' "$OUT/conformance.md" | cut -c1-400
     [ "${STATUS[conformance]}" = ok ] || tail -5 "$BUILD/conformance.progress" 2>/dev/null
   fi

@@ -1,8 +1,10 @@
 /* cases_mem.c — memory cases: the device contract (malloc/free, OOM, bad
  * pointers), the caching allocator on top (reuse, stats, empty_cache, OOM,
- * record_stream deferred frees) and virtual memory. Each runs unchanged on
+ * record_stream deferred frees), virtual memory, and the device model
+ * (contiguous or paged; conf_model_cases). Each runs unchanged on
  * the simulated device and on CUDA; only the completion oracle differs for
  * record_stream (real events held back by a gate, or a flag on sim). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "conformance.h"
@@ -272,6 +274,161 @@ static result vmm(backend *b) {
         grt_status_name(u2), grt_status_name(rel));
   return r_pass("granularity %llu KiB; map, access, unmap, release", (unsigned long long)(g >> 10));
 }
+
+/* ---- the device model: contiguous or paged (docs/CONFORMANCE.md) ----
+ * Does cudaMalloc need a contiguous free range, or only enough free 2 MiB
+ * pages? Fill about 90% of the free memory with pairs (large, small), free the
+ * large ones, then ask for more than any contiguous free range can hold but
+ * less than the free total. The request is the same figure on every backend:
+ * a contiguous free range cannot cross a live small segment, so it holds at
+ * most the largest run of freed segments between two live ones (address
+ * order) plus all the memory the case never took; one small more exceeds it. */
+
+#define PROBE_MAX_PAIRS 128
+
+typedef struct probe {
+  uint64_t small, large, pairs; /* the fill: pairs x (large, small), each a multiple of 2 MiB */
+  uint64_t untouched;           /* free after the fill (mem_get_info): memory the case never took */
+  uint64_t run;                 /* largest run of freed bytes between two live segments */
+  uint64_t free_now;            /* free after freeing the large ones (mem_get_info) */
+  uint64_t request;             /* run + untouched + small: more than any contiguous free range */
+  grt_status big;               /* the request's status: the answer */
+} probe;
+
+/* Sizes from the free memory: ~90% of it in at most PROBE_MAX_PAIRS pairs. */
+static void probe_size(probe *p, uint64_t free_bytes) {
+  uint64_t fill = free_bytes / 10 * 9, page = 2 * MiB;
+  p->small = fill / 256 / page * page;
+  if (p->small < page) p->small = page;
+  p->large = 3 * p->small;
+  p->pairs = fill / (4 * p->small);
+  if (p->pairs > PROBE_MAX_PAIRS) p->pairs = PROBE_MAX_PAIRS;
+}
+
+typedef struct probe_seg {
+  grt_devptr addr;
+  uint64_t size;
+  int freed;
+} probe_seg;
+
+static int cmp_probe_seg(const void *a, const void *b) {
+  grt_devptr x = ((const probe_seg *)a)->addr, y = ((const probe_seg *)b)->addr;
+  return x < y ? -1 : x > y;
+}
+
+/* The fill's segments are addr[0..2 pairs): even ones large (freed), odd ones small (live). */
+static uint64_t largest_freed_run(const grt_devptr *addr, const probe *p) {
+  probe_seg v[2 * PROBE_MAX_PAIRS];
+  size_t n = 2 * p->pairs;
+  for (size_t k = 0; k < n; k++) v[k] = (probe_seg){addr[k], k % 2 ? p->small : p->large, k % 2 == 0};
+  qsort(v, n, sizeof *v, cmp_probe_seg);
+  uint64_t run = 0, best = 0;
+  for (size_t k = 0; k < n; k++) {
+    run = v[k].freed ? run + v[k].size : 0;
+    if (run > best) best = run;
+  }
+  return best;
+}
+
+/* With the large ones freed: the figures, then the request that decides. */
+static void probe_decide(grt_device *dev, probe *p, const grt_devptr *addr, conf_first *kept, uint64_t *stats_hole) {
+  uint64_t total = 0;
+  grt_devptr big = 0;
+  KEEP(*kept, grt_device_mem_get_info(dev, &p->free_now, &total));
+  p->run = largest_freed_run(addr, p);
+  p->request = p->run + p->untouched + p->small;
+  if (stats_hole) {
+    grt_device_stats s;
+    KEEP(*kept, grt_device_get_stats(dev, &s));
+    *stats_hole = s.largest_hole;
+  }
+  p->big = grt_device_malloc(dev, p->request, &big);
+  if (p->big == GRT_OK) KEEP(*kept, grt_device_free(dev, big));
+}
+
+/* Runs the experiment on dev and frees all it took; the first failure of a
+ * call other than the request (fill, frees, mem_get_info). Under 4 pairs
+ * (too little free memory to ask the question) it takes nothing. */
+static grt_status probe_run(grt_device *dev, probe *p, uint64_t *stats_hole) {
+  grt_devptr addr[2 * PROBE_MAX_PAIRS];
+  size_t n = 0;
+  uint64_t f = 0, total = 0;
+  conf_first kept = CONF_FIRST_INIT;
+  KEEP(kept, grt_device_mem_get_info(dev, &f, &total));
+  probe_size(p, f);
+  size_t want = p->pairs >= 4 ? 2 * p->pairs : 0;
+  while (kept.st == GRT_OK && n < want) {
+    KEEP(kept, grt_device_malloc(dev, n % 2 ? p->small : p->large, &addr[n]));
+    if (kept.st == GRT_OK) n++;
+  }
+  if (kept.st == GRT_OK && n) KEEP(kept, grt_device_mem_get_info(dev, &p->untouched, &total));
+  for (size_t k = 0; k < n; k += 2) KEEP(kept, grt_device_free(dev, addr[k]));
+  if (kept.st == GRT_OK && n) probe_decide(dev, p, addr, &kept, stats_hole);
+  for (size_t k = 1; k < n; k += 2) KEEP(kept, grt_device_free(dev, addr[k]));
+  return kept.st;
+}
+
+/* The experiment on a fresh simulated device of the given model. */
+static grt_status probe_sim(grt_device_model model, uint64_t capacity, probe *p, uint64_t *stats_hole) {
+  grt_device_config cfg;
+  grt_device_config_default(&cfg);
+  cfg.capacity = capacity;
+  cfg.model = model;
+  grt_device *dev = NULL;
+  grt_status st = grt_device_create(&cfg, &dev);
+  if (st) return st;
+  st = probe_run(dev, p, stats_hole);
+  grt_status dst = grt_device_destroy(dev);
+  return st ? st : dst;
+}
+
+#define M(x) ((unsigned long long)((x) >> 20))
+
+/* The model itself: both models on devices of the simulated device's capacity. */
+static result model_on_sim(backend *b) {
+  grt_device_stats s;
+  CHECK_OK(b, grt_device_get_stats(b->dev, &s));
+  probe pc = {0}, pp = {0};
+  uint64_t hole_c = 0, hole_p = 0;
+  CHECK_OK(b, probe_sim(GRT_DEVICE_MODEL_CONTIGUOUS, s.capacity, &pc, &hole_c));
+  CHECK_OK(b, probe_sim(GRT_DEVICE_MODEL_PAGED, s.capacity, &pp, &hole_p));
+  CHECK(b, pc.pairs >= 4 && pc.request > hole_c && pc.request < pc.free_now,
+        "the request %llu MiB is not between the largest hole %llu MiB and the free %llu MiB", M(pc.request), M(hole_c),
+        M(pc.free_now));
+  CHECK(b, pc.big == GRT_ERR_OOM && pp.big == GRT_OK, "contiguous: %s, paged: %s (want OOM, OK)",
+        grt_status_name(pc.big), grt_status_name(pp.big));
+  return r_pass("contiguous: OOM for %llu MiB, largest hole %llu MiB (the model's), free %llu MiB; paged: OK for "
+                "%llu MiB, free %llu MiB; each a fresh %llu MiB device, %llu x (%llu + %llu) MiB filled, the "
+                "%llu MiB ones freed",
+                M(pc.request), M(hole_c), M(pc.free_now), M(pp.request), M(pp.free_now), M(s.capacity),
+                (unsigned long long)pc.pairs, M(pc.large), M(pc.small), M(pc.large));
+}
+
+/* The hardware's answer: either outcome passes, it is a measurement. */
+static result model_on_cuda(backend *b) {
+  probe p = {0};
+  grt_status st = probe_run(b->dev, &p, NULL);
+  CHECK(b, st == GRT_OK, "a fill, free or mem_get_info call failed: %s", grt_status_name(st));
+  if (p.pairs < 4) return r_na("too little free memory to ask (%llu pairs)", (unsigned long long)p.pairs);
+  CHECK(b, p.big == GRT_OK || p.big == GRT_ERR_OOM, "the request returned %s", grt_status_name(p.big));
+  CHECK(b, p.request < p.free_now, "the request %llu MiB is not below the free %llu MiB", M(p.request), M(p.free_now));
+  return r_pass("answer: %s: malloc of %llu MiB %s; free %llu MiB; largest hole at most %llu MiB (the driver shows "
+                "no holes: the largest run this case freed between its live segments, %llu MiB, plus the %llu "
+                "MiB it never took); %llu x (%llu + %llu) MiB filled, the %llu MiB ones freed",
+                p.big == GRT_OK ? "PAGED" : "CONTIGUOUS", M(p.request), p.big == GRT_OK ? "succeeded" : "OOM",
+                M(p.free_now), M(p.request - p.small), M(p.run), M(p.untouched), (unsigned long long)p.pairs,
+                M(p.large), M(p.small), M(p.large));
+}
+
+static result device_model(backend *b) { return b->is_cuda ? model_on_cuda(b) : model_on_sim(b); }
+
+const ccase conf_model_cases[] = {
+    {"device model: malloc over holes",
+     "decides the model what-if analyses use: the malloc succeeds = paged, OOM = contiguous (sim runs both: "
+     "contiguous OOM, paged OK)",
+     device_model},
+};
+const size_t conf_model_count = sizeof conf_model_cases / sizeof conf_model_cases[0];
 
 const ccase conf_mem_cases[] = {
     {"malloc/free round trip", "segments come and go; counters match", malloc_free},

@@ -17,7 +17,7 @@ typedef enum { R_PASS, R_FAIL, R_NA } rkind;
 
 typedef struct result {
   rkind kind;
-  char note[240];
+  char note[480];
 } result;
 
 typedef struct backend {
@@ -74,5 +74,10 @@ extern const ccase conf_mem_cases[];
 extern const size_t conf_mem_count;
 extern const ccase conf_stream_cases[];
 extern const size_t conf_stream_count;
+/* Run after the stream cases, so that the numbers docs/CONFORMANCE.md cites
+ * for the cases before it stay theirs; it also fills most of the GPU, best
+ * done when nothing else follows. */
+extern const ccase conf_model_cases[];
+extern const size_t conf_model_count;
 
 #endif
