@@ -175,7 +175,6 @@ refused "--fidelity does not combine with --conf" replay "$TRACE" --fidelity --c
 refused "--fidelity does not combine with --no-releases" replay "$TRACE" --fidelity --no-releases
 refused "--fidelity does not combine with --search" replay "$TRACE" --fidelity --search
 refused "--fidelity does not combine with --csv" replay "$TRACE" --fidelity --csv
-refused "--fidelity does not combine with --json" replay "$TRACE" --fidelity --json
 refused "--fidelity does not combine with --html" replay "$TRACE" --fidelity --html "$tmp/r.html"
 for opt in rate wait-scrape linger; do
   refused "--$opt goes with --serve" replay "$TRACE" --$opt 1

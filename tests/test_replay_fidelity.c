@@ -103,7 +103,8 @@ static void test_divergence_contexts(void **state) {
   assert_int_equal(rep.final_replayed, 1);
 }
 
-/* Releases: one freeing exactly the recorded segment, an oom freeing nothing (as recorded), one freeing another. */
+/* Releases: one freeing exactly the recorded segment, one freeing another;
+ * an oom the model fails too (nothing cached to release, as recorded). */
 static void test_releases(void **state) {
   (void)state;
   grt_fidelity_report rep = fidelity_of("gpurt-trace 1\n"
@@ -115,20 +116,47 @@ static void test_releases(void **state) {
                                         "alloc 1 2000000 0 - 0x20000000\n"
                                         "free 1 2000000 0 - 0x20000000\n"
                                         "alloc 2 3000000 0 - 0x20000000\n"
-                                        "oom - 1024 0 - 5\n"
+                                        "oom - 1024 0 - 5\n" /* 5 B free: the 2 MiB small segment cannot come */
                                         "free 2 3000000 0 - 0x20000000\n"
                                         "segment_alloc - 2097152 0 - 0x60000000\n"
                                         "segment_free - 2097152 0 - 0x60000000\n");
   assert_int_equal(rep.allocs, 3);
   assert_int_equal(rep.exact, 3);
   assert_int_equal(rep.n_shown, 0);
-  assert_int_equal(rep.releases, 3);
-  assert_int_equal(rep.releases_matching, 2);
+  assert_int_equal(rep.segment_decisions, 2); /* the third segment_alloc has no alloc to make it */
+  assert_int_equal(rep.segment_decisions_agree, 2);
+  assert_int_equal(rep.ooms_recorded, 1);
+  assert_int_equal(rep.ooms_agree, 1);
+  assert_string_equal(rep.oom_note, "");
+  assert_int_equal(rep.releases, 2);
+  assert_int_equal(rep.releases_matching, 1);
   /* the replay freed its cached 20 MiB segment, not the recorded one */
-  assert_string_equal(rep.release_note, "release at event 11: recorded 1 segment frees, the replay freed 1");
+  assert_string_equal(rep.release_note, "release at event 11: recorded 1 range from 0x60000000 (2.00 MiB), "
+                                        "the model 1 range from 0x20000000 (20.00 MiB)");
   assert_int_equal(rep.final_replayed, 0);
 
-  /* expandable: a release unmaps pages, the device sees no segment frees; it counts as matching */
+  /* expandable: the page is mapped by the trace, unmapped by a release (the
+     wholly unmapped reservation goes, as PyTorch releases it), then mapped
+     again in a new reservation, which the translation follows */
+  const char *remap = "gpurt-trace 1\n"
+                      "%setting expandable_segments 1\n"
+                      "segment_map - 2097152 0 - 0x10000000\n"
+                      "alloc 0 100 0 - 0x10000000\n"
+                      "free 0 100 0 - 0x10000000\n"
+                      "segment_unmap - 2097152 0 - 0x10000000\n"
+                      "segment_map - 2097152 0 - 0x30000000\n" /* CUDA reserved elsewhere */
+                      "alloc 1 100 0 - 0x30000000\n";
+  rep = fidelity_of(remap);
+  assert_true(rep.expandable);
+  assert_int_equal(rep.start_segments, 0); /* the page's first event maps it */
+  assert_int_equal(rep.releases, 1);
+  assert_int_equal(rep.releases_matching, 1);
+  assert_string_equal(rep.release_note, "");
+  assert_int_equal(rep.segment_decisions, 2);
+  assert_int_equal(rep.segment_decisions_agree, 2);
+  assert_int_equal(rep.allocs, 2);
+  assert_int_equal(rep.exact, 2);
+  /* the same without the second map: the model's map has nothing recorded to stand for */
   rep = fidelity_of("gpurt-trace 1\n"
                     "%setting expandable_segments 1\n"
                     "segment_map - 2097152 0 - 0x10000000\n"
@@ -136,11 +164,37 @@ static void test_releases(void **state) {
                     "free 0 100 0 - 0x10000000\n"
                     "segment_unmap - 2097152 0 - 0x10000000\n"
                     "alloc 1 100 0 - 0x10000000\n");
-  assert_true(rep.expandable);
-  assert_int_equal(rep.releases, 1);
-  assert_int_equal(rep.releases_matching, 1);
-  assert_string_equal(rep.release_note, "");
-  assert_int_equal(rep.allocs, 2);
+  assert_int_equal(rep.segment_decisions, 2);
+  assert_int_equal(rep.segment_decisions_agree, 1);
+  assert_non_null(strstr(rep.decision_note, "alloc at event 4: recorded nothing, the model 1 range from 0x"));
+  assert_int_equal(rep.exact, 1);
+}
+
+/* An oom the model serves: the recorded free memory holds the request. */
+static void test_oom_disagrees(void **state) {
+  (void)state;
+  grt_fidelity_report rep = fidelity_of("gpurt-trace 1\n"
+                                        "segment_alloc - 20971520 0 - 0x20000000\n"
+                                        "alloc 0 2000000 0 - 0x20000000\n"
+                                        "oom - 2097152 0 - 1073741824\n"); /* 1 GiB free */
+  assert_int_equal(rep.ooms_recorded, 1);
+  assert_int_equal(rep.ooms_agree, 0);
+  assert_string_equal(rep.oom_note, "oom at event 2: the model served the 2.00 MiB request (GRT_OK) on a device "
+                                    "with the recorded 1073741824 B free");
+  assert_int_equal(rep.segment_decisions, 1); /* the served request's segment is the model's alone, but is */
+  assert_int_equal(rep.segment_decisions_agree, 1); /* scored at allocs only */
+}
+
+/* A trace that starts with nothing: a free of a block it never allocated contradicts it. */
+static void test_contradiction(void **state) {
+  (void)state;
+  grt_fidelity_report rep = fidelity_of("gpurt-trace 1\n"
+                                        "segment_alloc - 2097152 0 - 0x10000000\n"
+                                        "alloc 0 100 0 - 0x10000000\n"
+                                        "free 9 100 0 - 0x10000200\n");
+  assert_int_equal(rep.contradictions, 1);
+  assert_string_equal(rep.contradiction_note, "event 2 frees the block at 0x10000200, which was never allocated: "
+                                              "the trace starts with nothing on the device");
 }
 
 /* Final layout: one segment matching, one with a different block size, one with a different
@@ -350,7 +404,9 @@ static void test_geometry(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_divergences), cmocka_unit_test(test_divergence_contexts),
-      cmocka_unit_test(test_releases),    cmocka_unit_test(test_final_layout),
+      cmocka_unit_test(test_releases),
+      cmocka_unit_test(test_oom_disagrees),
+      cmocka_unit_test(test_contradiction),    cmocka_unit_test(test_final_layout),
       cmocka_unit_test(test_failures),    cmocka_unit_test(test_start_state),
       cmocka_unit_test(test_geometry),
   };

@@ -95,7 +95,9 @@ typedef struct grt_replay_summary {
   uint64_t first_oom_size;       /* its requested bytes */
   uint64_t first_oom_live;       /* live requested bytes at that point */
   double first_oom_utilization;  /* first_oom_live / capacity */
-  uint64_t releases;             /* empty_cache calls made for segment_free runs / oom events */
+  uint64_t releases;             /* recorded releases replayed: segment_free/unmap runs (also before an oom) */
+  uint64_t recorded_ooms;        /* recorded oom events replayed (the request retried on a device capped at
+                                    the recorded free memory; `ooms` counts those the model failed too) */
 } grt_replay_summary;
 
 /* A replay with no trace attached: feed events with grt_replay_feed. `info`
@@ -178,11 +180,29 @@ typedef struct grt_fidelity_report {
   grt_fidelity_divergence shown[GRT_FIDELITY_MAX_SHOWN]; /* the first divergences */
   size_t n_shown;
   size_t start_segments, start_blocks; /* the rebuilt starting state */
-  uint64_t releases;      /* recorded release moments (segment_free runs, oom) */
-  uint64_t releases_matching; /* where the replay released exactly the recorded segments */
+  /* Segment decisions: each recorded segment_alloc/segment_map is one, and so
+   * is each event where the model alone made one; one agrees when the model
+   * made a device range appear at the same event covering the same bytes. */
+  uint64_t segment_decisions, segment_decisions_agree;
+  char decision_note[256];
+  /* Releases: runs of segment_free/segment_unmap (also those before an oom);
+   * one agrees when the model released exactly the same bytes at the same
+   * event (a release that freed or unmapped nothing does not). */
+  uint64_t releases;
+  uint64_t releases_matching;
   char release_note[256]; /* the first release that differed */
+  /* OOMs: recorded oom events; one agrees when the model, on a device capped
+   * at the recorded free memory, failed the request too, releasing what
+   * PyTorch released. */
+  uint64_t ooms_recorded, ooms_agree;
+  char oom_note[256];
+  /* Events that contradict the snapshot (a free of a block neither live at
+   * the start nor allocated in a trace that starts empty). */
+  uint64_t contradictions;
+  char contradiction_note[256];
   size_t final_recorded, final_replayed; /* segments in the snapshot / in the replay at the end */
   size_t final_matching;  /* same address, size and blocks (address, size, state) */
+  bool final_layout_equal; /* every recorded segment matched and the replay has no other */
   char layout_note[256];  /* the first final segment that differed */
   bool expandable;        /* the trace used expandable segments */
   bool structure_ok;      /* grt_alloc_check passed on the replay's final state */

@@ -107,6 +107,8 @@ typedef struct grt_trace_segment {
   grt_stream_id stream;         /* the recorded stream value (not an index) */
   bool is_large;                /* segment_type 'large' (else 'small') */
   bool is_expandable;
+  uint64_t pool_id[2];          /* segment_pool_id: {0, 0} is the default pool, else a private pool
+                                   (CUDA graph capture, torch.cuda.MemPool) */
   const grt_trace_block *blocks; /* owned by the trace; in address order */
   size_t n_blocks;
 } grt_trace_segment;
@@ -138,6 +140,8 @@ typedef struct grt_trace_info {
   size_t n_segments;
   grt_trace_alloc_settings settings;
   size_t count[GRT_TRACE_KIND_COUNT]; /* events per kind */
+  bool has_segments;         /* PyTorch: the snapshot has a `segments` list (other formats: true) */
+  bool has_traces;           /* PyTorch: the snapshot has `device_traces` (other formats: true) */
 } grt_trace_info;
 
 typedef struct grt_trace grt_trace;

@@ -123,12 +123,14 @@ static grt_status import_range(grt_allocator *a, grt_stream_id stream, int is_la
   return GRT_OK;
 }
 
-/* The (stream, pool) reservation's base, reserving it (nothing mapped) when there is none. */
-static grt_status reservation(grt_allocator *a, grt_stream_id stream, int is_large, grt_devptr *va) {
+/* The (stream, pool) reservation's base, reserving it (nothing mapped) when
+ * there is none and create is set (else GRT_ERR_NOT_FOUND). */
+static grt_status reservation(grt_allocator *a, grt_stream_id stream, int is_large, bool create, grt_devptr *va) {
   caching *c = a->impl;
   cpool *pool = is_large ? &c->large : &c->small;
   uint64_t page = is_large ? GRT_LARGE_BUFFER : GRT_SMALL_BUFFER;
   cseg *s = find_reservation(c, pool, stream);
+  if (!s && !create) return GRT_ERR_NOT_FOUND;
   if (!s) {
     cneeds nd;
     grt__needs_init(&nd);
@@ -142,11 +144,12 @@ static grt_status reservation(grt_allocator *a, grt_stream_id stream, int is_lar
   return GRT_OK;
 }
 
-grt_status grt__alloc_expandable_reservation(grt_allocator *a, grt_stream_id stream, int is_large, grt_devptr *va) {
+grt_status grt__alloc_expandable_reservation(grt_allocator *a, grt_stream_id stream, int is_large, bool create,
+                                             grt_devptr *va) {
   if (!a || !va) return GRT_ERR_INVALID_ARG;
   if (a->ops != &grt__caching_ops || !a->cfg.expandable_segments) return GRT_ERR_UNSUPPORTED;
   pthread_mutex_lock(&a->lock);
-  grt_status st = reservation(a, stream, is_large, va);
+  grt_status st = reservation(a, stream, is_large, create, va);
   pthread_mutex_unlock(&a->lock);
   return st;
 }

@@ -6,6 +6,8 @@
 #ifndef GRT_ALLOC_IMPORT_EXPANDABLE_H
 #define GRT_ALLOC_IMPORT_EXPANDABLE_H
 
+#include <stdbool.h>
+
 #include "gpurt/alloc.h"
 
 /* "caching" with expandable_segments only (else GRT_ERR_UNSUPPORTED): maps
@@ -18,10 +20,12 @@
 grt_status grt__alloc_import_expandable(grt_allocator *a, grt_stream_id stream, int is_large, uint64_t offset,
                                         uint64_t size, grt_devptr *va);
 
-/* The (stream, pool) reservation's base address into *va, reserving it with
- * nothing mapped when there is none yet (the malloc path would reserve it at
- * its first map; reserving earlier changes no decision, and tells the
- * replayer where the model's pages will be). */
-grt_status grt__alloc_expandable_reservation(grt_allocator *a, grt_stream_id stream, int is_large, grt_devptr *va);
+/* The (stream, pool) reservation's base address into *va. When there is
+ * none: with create, reserves it with nothing mapped (the malloc path would
+ * reserve it at its first map; reserving earlier changes no decision, and
+ * tells the replayer where the model's pages will be); else
+ * GRT_ERR_NOT_FOUND. */
+grt_status grt__alloc_expandable_reservation(grt_allocator *a, grt_stream_id stream, int is_large, bool create,
+                                             grt_devptr *va);
 
 #endif

@@ -15,6 +15,11 @@
 typedef struct fid {
   grt_fidelity_report *rep;
   const grt_trace_info *info;
+  bool expandable;
+  uint64_t dev_alloc, dev_free;   /* the allocator's device calls when `held` was taken */
+  grt__replay_ranges held;        /* the model's device ranges (recorded coordinates) */
+  grt__replay_ranges now, added, removed, want; /* scratch */
+  bool failed;                    /* host memory ran out while scoring */
 } fid;
 
 static const char *state_name(grt_block_state s) {
@@ -45,9 +50,86 @@ static void describe(grt_replay *r, grt_devptr want, char *buf, size_t cap) {
   grt_alloc_snapshot_free(snap);
 }
 
-static void on_alloc(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index, grt_devptr got,
-                     grt_status st) {
-  fid *f = ctx;
+/* Brings `held` up to date; `added`/`removed` get what changed since. The
+ * allocator's device counters say whether anything can have changed. */
+static void update(fid *f, grt_replay *r) {
+  f->added.n = f->removed.n = 0;
+  grt_alloc_stats as;
+  grt__ignore(grt_alloc_get_stats(r->alloc, &as)); /* an allocator and a buffer: it cannot fail */
+  if (as.num_device_alloc == f->dev_alloc && as.num_device_free == f->dev_free) return;
+  if (grt__replay_footprint(r, f->expandable, &f->now) || grt__ranges_minus(&f->now, &f->held, &f->added) ||
+      grt__ranges_minus(&f->held, &f->now, &f->removed)) {
+    f->failed = true;
+    return;
+  }
+  grt__replay_ranges t = f->held;
+  f->held = f->now;
+  f->now = t;
+  f->dev_alloc = as.num_device_alloc;
+  f->dev_free = as.num_device_free;
+}
+
+/* `want` = the ranges of the events [from, to), normalized. */
+static void recorded_ranges(fid *f, uint64_t from, uint64_t to) {
+  f->want.n = 0;
+  for (uint64_t i = from; i < to; i++) {
+    const grt_trace_event *e = &f->info->events[i];
+    grt__replay_range x = {e->addr, e->size, 0, false};
+    if (!grt__replay_ranges_push(&f->want, &x)) f->failed = true;
+  }
+  grt__ranges_normalize(&f->want);
+}
+
+static void describe_ranges(const grt__replay_ranges *l, char *buf, size_t cap) {
+  if (!l->n) {
+    snprintf(buf, cap, "nothing");
+    return;
+  }
+  char b[32];
+  snprintf(buf, cap, "%zu range%s from 0x%" PRIx64 " (%s%s)", l->n, l->n == 1 ? "" : "s", l->v[0].addr,
+           grt_format_bytes(l->v[0].size, b, sizeof b), l->n > 1 ? ", ..." : "");
+}
+
+/* "at event I: recorded X, the model Y" into note, once. */
+static void note_once(char *note, size_t cap, const char *what, uint64_t index, const grt__replay_ranges *want,
+                      const grt__replay_ranges *got) {
+  if (note[0]) return;
+  char w[80], g[80];
+  describe_ranges(want, w, sizeof w);
+  describe_ranges(got, g, sizeof g);
+  int n = snprintf(note, cap, "%s at event %" PRIu64 ": recorded %s, the model %s", what, index, w, g);
+  if (n < 0 || (size_t)n >= cap) note[cap - 1] = 0; /* cut: the note stays a sentence's start */
+}
+
+/* The recorded segment_alloc/segment_map events right before the alloc at index. */
+static uint64_t decisions_before(const fid *f, uint64_t index) {
+  uint64_t i = index;
+  while (i > 0) {
+    uint8_t k = f->info->events[i - 1].kind;
+    if (k != GRT_TRACE_SEGMENT_ALLOC && k != GRT_TRACE_SEGMENT_MAP) break;
+    i--;
+  }
+  return i;
+}
+
+static void score_decisions(fid *f, grt_replay *r, uint64_t index) {
+  grt_fidelity_report *rep = f->rep;
+  uint64_t from = decisions_before(f, index);
+  update(f, r);
+  uint64_t n = index - from;
+  if (!n && !f->added.n && !f->removed.n) return;
+  recorded_ranges(f, from, index);
+  rep->segment_decisions += n ? n : 1;
+  if (n && !f->removed.n && grt__ranges_equal(&f->want, &f->added)) {
+    rep->segment_decisions_agree += n;
+    return;
+  }
+  note_once(rep->decision_note, sizeof rep->decision_note, f->removed.n ? "device ranges released by an alloc" : "alloc",
+            index, &f->want, f->removed.n ? &f->removed : &f->added);
+}
+
+static void score_placement(fid *f, grt_replay *r, const grt_trace_event *ev, uint64_t index, grt_devptr got,
+                            grt_status st) {
   grt_fidelity_report *rep = f->rep;
   if (!(ev->flags & GRT_TRACE_F_ADDR)) return;
   rep->allocs++;
@@ -70,40 +152,63 @@ static void on_alloc(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64
   snprintf(d->context, sizeof d->context, "%s; previous event: %s", here, prev);
 }
 
-static int cmp_addr(const void *a, const void *b) {
-  grt_devptr x = *(const grt_devptr *)a, y = *(const grt_devptr *)b;
-  return x < y ? -1 : x > y;
+static void on_alloc(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index, grt_devptr got,
+                     grt_status st) {
+  fid *f = ctx;
+  score_placement(f, r, ev, index, got, st);
+  score_decisions(f, r, index);
 }
 
-static void on_release(void *ctx, grt_replay *r, uint64_t index, const grt_devptr *released, size_t n) {
+/* The end of the run of segment frees/unmaps starting at index. */
+static uint64_t run_end(const fid *f, uint64_t index) {
+  uint64_t i = index;
+  while (i < f->info->n_events) {
+    uint8_t k = f->info->events[i].kind;
+    if (k != GRT_TRACE_SEGMENT_FREE && k != GRT_TRACE_SEGMENT_UNMAP) break;
+    i++;
+  }
+  return i;
+}
+
+/* Whether the model released exactly the run [index, end); counts it. */
+static bool score_release(fid *f, grt_replay *r, uint64_t index, uint64_t end) {
+  grt_fidelity_report *rep = f->rep;
+  update(f, r);
+  recorded_ranges(f, index, end);
+  bool same = f->want.n && !f->added.n && grt__ranges_equal(&f->want, &f->removed);
+  if (end > index) {
+    rep->releases++;
+    rep->releases_matching += same;
+    if (!same) note_once(rep->release_note, sizeof rep->release_note, "release", index, &f->want, &f->removed);
+  }
+  return same || (end == index && !f->removed.n && !f->added.n);
+}
+
+static void on_release(void *ctx, grt_replay *r, uint64_t index) {
+  fid *f = ctx;
+  grt__ignore(score_release(f, r, index, run_end(f, index)));
+}
+
+static void on_oom(void *ctx, grt_replay *r, uint64_t run_index, uint64_t oom_index, grt_status st) {
   fid *f = ctx;
   grt_fidelity_report *rep = f->rep;
-  rep->releases++;
-  size_t n_rec = 0;
-  for (size_t i = index; i < f->info->n_events; i++) {
-    grt_trace_kind k = (grt_trace_kind)f->info->events[i].kind;
-    if (k != GRT_TRACE_SEGMENT_FREE && k != GRT_TRACE_SEGMENT_UNMAP) break;
-    n_rec++;
-  }
-  grt_devptr *rec = calloc(n_rec + 1, sizeof *rec), *got = calloc(n + 1, sizeof *got);
-  if (!rec || !got) {
-    free(rec);
-    free(got);
+  bool released_same = score_release(f, r, run_index, oom_index);
+  rep->ooms_recorded++;
+  if (st == GRT_ERR_OOM && released_same) {
+    rep->ooms_agree++;
     return;
   }
-  for (size_t i = 0; i < n_rec; i++) rec[i] = f->info->events[index + i].addr;
-  for (size_t i = 0; i < n; i++) got[i] = grt__replay_to_recorded(r, released[i]);
-  qsort(rec, n_rec, sizeof *rec, cmp_addr);
-  qsort(got, n, sizeof *got, cmp_addr);
-  bool same = n == n_rec && !memcmp(rec, got, n * sizeof *rec);
-  /* an expandable release unmaps page ranges: the device sees no segment frees; count by number */
-  if (same || (rep->expandable && n == 0))
-    rep->releases_matching++;
-  else if (!rep->release_note[0])
-    snprintf(rep->release_note, sizeof rep->release_note,
-             "release at event %" PRIu64 ": recorded %zu segment frees, the replay freed %zu", index, n_rec, n);
-  free(rec);
-  free(got);
+  if (rep->oom_note[0]) return;
+  char b[32];
+  const grt_trace_event *e = &f->info->events[oom_index];
+  if (st != GRT_ERR_OOM)
+    snprintf(rep->oom_note, sizeof rep->oom_note,
+             "oom at event %" PRIu64 ": the model served the %s request (%s) on a device with the recorded %" PRIu64
+             " B free",
+             oom_index, grt_format_bytes(e->size, b, sizeof b), grt_status_name(st), e->addr);
+  else
+    snprintf(rep->oom_note, sizeof rep->oom_note,
+             "oom at event %" PRIu64 ": failed too, but released other memory than PyTorch did", oom_index);
 }
 
 static bool segment_equal(const grt_trace_segment *want, const grt_snapshot_segment *got, grt_devptr got_addr,
@@ -154,49 +259,101 @@ static void compare_layout(grt_replay *r, const grt_trace_info *info, grt_fideli
   grt_alloc_snapshot_free(snap);
 }
 
+/* The start state's figures, and the footprint scoring begins from. */
+static grt_status take_start(fid *f, grt_replay *r, char *err, size_t err_size) {
+  grt_alloc_snapshot *start = NULL;
+  grt_status st = grt_alloc_snapshot_take(r->alloc, &start);
+  if (st) {
+    if (err) snprintf(err, err_size, "cannot take the start state's snapshot: %s", grt_status_str(st));
+    return st;
+  }
+  f->rep->start_segments = start->n_segments;
+  for (size_t i = 0; i < start->n_segments; i++)
+    for (size_t j = 0; j < start->segments[i].n_blocks; j++)
+      f->rep->start_blocks += start->segments[i].blocks[j].state != GRT_BLOCK_INACTIVE;
+  grt_alloc_snapshot_free(start);
+  grt_alloc_stats as;
+  grt__ignore(grt_alloc_get_stats(r->alloc, &as)); /* an allocator and a buffer: it cannot fail */
+  f->dev_alloc = as.num_device_alloc;
+  f->dev_free = as.num_device_free;
+  if ((st = grt__replay_footprint(r, f->expandable, &f->held)) && err)
+    snprintf(err, err_size, "cannot list the start state's device ranges: %s", grt_status_str(st));
+  return st;
+}
+
+/* A trace that starts with nothing on the device holds every allocation it
+ * frees: a free of an unknown block contradicts the snapshot. */
+static void find_contradictions(const grt_trace_info *in, grt_fidelity_report *rep) {
+  if (rep->start_segments) return;
+  for (size_t i = 0; i < in->n_events; i++) {
+    const grt_trace_event *e = &in->events[i];
+    if (e->kind != GRT_TRACE_FREE_COMPLETED || !(e->flags & GRT_TRACE_F_UNMATCHED)) continue;
+    if (!rep->contradictions++)
+      snprintf(rep->contradiction_note, sizeof rep->contradiction_note,
+               "event %zu frees the block at 0x%" PRIx64 ", which was never allocated: the trace starts with "
+               "nothing on the device",
+               i, e->addr);
+  }
+}
+
+static grt_status run_scored(grt_replay *r, fid *f, char *err, size_t err_size) {
+  grt_fidelity_report *out = f->rep;
+  r->on_alloc = on_alloc;
+  r->on_release = on_release;
+  r->on_oom = on_oom;
+  r->hook_ctx = f;
+  grt_status st = grt_replay_run(r);
+  if (!st && f->failed) st = GRT_ERR_NOMEM;
+  if (st) {
+    if (err) snprintf(err, err_size, "%s", f->failed ? "no host memory to score the replay" : r->err);
+    return st;
+  }
+  compare_layout(r, &r->info, out);
+  out->final_layout_equal = out->final_matching == out->final_recorded && out->final_replayed == out->final_recorded;
+  out->structure_ok = grt_alloc_check(r->alloc, out->structure_note, sizeof out->structure_note) == GRT_OK;
+  find_contradictions(&r->info, out);
+  return GRT_OK;
+}
+
 grt_status grt_replay_fidelity(const grt_trace *trace, grt_fidelity_report *out, char *err, size_t err_size) {
   if (!trace || !out) return GRT_ERR_INVALID_ARG;
   memset(out, 0, sizeof *out);
   if (err && err_size) err[0] = 0;
+  grt_trace_info info;
+  grt_status st = grt_trace_get_info(trace, &info);
+  if (st) return st;
+  if (!info.has_segments || !info.has_traces) {
+    if (err)
+      snprintf(err, err_size, "the snapshot has no %s: %s", info.has_segments ? "device_traces" : "segments",
+               info.has_segments ? "it was taken without torch.cuda.memory._record_memory_history, so there are no "
+                                   "events to replay"
+                                 : "the final state to check the replay against is missing");
+    return GRT_ERR_PARSE;
+  }
   grt_replay_config c;
   grt_replay_config_default(&c);
   c.policy = "caching";
   c.placement = GRT_REPLAY_PLACE_RECORDED;
   grt_replay *r;
-  grt_status st = grt_replay_open(trace, &c, &r);
+  st = grt_replay_open(trace, &c, &r);
   if (st) {
     if (err) snprintf(err, err_size, "cannot create the replay: %s", grt_status_str(st));
     return st;
   }
-  fid f = {out, &r->info};
+  fid f = {.rep = out, .info = &r->info};
   for (size_t i = 0; i < r->info.n_segments; i++) out->expandable |= r->info.segments[i].is_expandable;
   out->expandable |= r->info.settings.expandable_segments;
+  f.expandable = out->expandable;
   if ((st = grt_replay_rebuild_start(r))) {
     if (err) snprintf(err, err_size, "%s", r->err);
-    grt__keep_first(&st, grt_replay_destroy(r));
-    return st;
+  } else if (!(st = take_start(&f, r, err, err_size))) {
+    st = run_scored(r, &f, err, err_size);
   }
-  grt_alloc_snapshot *start = NULL;
-  if ((st = grt_alloc_snapshot_take(r->alloc, &start))) {
-    if (err) snprintf(err, err_size, "cannot take the start state's snapshot: %s", grt_status_str(st));
-    grt__keep_first(&st, grt_replay_destroy(r));
-    return st;
-  }
-  out->start_segments = start->n_segments;
-  for (size_t i = 0; i < start->n_segments; i++)
-    for (size_t j = 0; j < start->segments[i].n_blocks; j++)
-      out->start_blocks += start->segments[i].blocks[j].state != GRT_BLOCK_INACTIVE;
-  grt_alloc_snapshot_free(start);
-  r->on_alloc = on_alloc;
-  r->on_release = on_release;
-  r->hook_ctx = &f;
-  st = grt_replay_run(r);
-  if (st) {
-    if (err) snprintf(err, err_size, "%s", r->err);
-  } else {
-    compare_layout(r, &r->info, out);
-    out->structure_ok = grt_alloc_check(r->alloc, out->structure_note, sizeof out->structure_note) == GRT_OK;
-  }
+  free(f.held.v);
+  free(f.now.v);
+  free(f.added.v);
+  free(f.removed.v);
+  free(f.want.v);
   grt__keep_first(&st, grt_replay_destroy(r));
   return st;
 }

@@ -121,7 +121,7 @@ static grt_status parse_segment(const grt__slice *f, size_t nf, grt_trace_segmen
                                 uint64_t lineno, size_t offset, grt_trace_error *err) {
   uint64_t e;
   memset(seg, 0, sizeof *seg);
-  if (nf != 6) FAIL("%%segment needs: addr total_size stream small|large expandable(0|1)");
+  if (nf != 6 && nf != 8) FAIL("%%segment needs: addr total_size stream small|large expandable(0|1) [pool pool]");
   if (!grt__parse_u64_any(f[1], &seg->addr)) FAIL("segment addr is not a number");
   if (!grt__parse_u64(f[2], &seg->total_size)) FAIL("segment total_size is not a number");
   if (!grt__parse_u64_any(f[3], &seg->stream)) FAIL("segment stream is not a number");
@@ -129,6 +129,8 @@ static grt_status parse_segment(const grt__slice *f, size_t nf, grt_trace_segmen
   else if (!grt__slice_eq(f[4], "small")) FAIL("segment type must be 'small' or 'large'");
   if (!grt__parse_u64(f[5], &e) || e > 1) FAIL("segment expandable flag must be 0 or 1");
   seg->is_expandable = e == 1;
+  if (nf == 8 && (!grt__parse_u64(f[6], &seg->pool_id[0]) || !grt__parse_u64(f[7], &seg->pool_id[1])))
+    FAIL("segment pool id must be two numbers");
   return GRT_OK;
 }
 
@@ -456,8 +458,10 @@ static int write_meta(const grt_trace *t, FILE *f) {
   }
   for (size_t i = 0; i < t->n_segments; i++) {
     const grt_trace_segment *g = &t->segments[i];
-    r |= fprintf(f, "%%segment 0x%" PRIx64 " %" PRIu64 " %" PRIu64 " %s %d\n", g->addr, g->total_size,
-                 g->stream, g->is_large ? "large" : "small", g->is_expandable ? 1 : 0);
+    r |= fprintf(f, "%%segment 0x%" PRIx64 " %" PRIu64 " %" PRIu64 " %s %d", g->addr, g->total_size, g->stream,
+                 g->is_large ? "large" : "small", g->is_expandable ? 1 : 0);
+    if (g->pool_id[0] || g->pool_id[1]) r |= fprintf(f, " %" PRIu64 " %" PRIu64, g->pool_id[0], g->pool_id[1]);
+    r |= fprintf(f, "\n");
     for (size_t j = 0; j < g->n_blocks; j++) {
       const grt_trace_block *k = &g->blocks[j];
       r |= fprintf(f, "%%block 0x%" PRIx64 " %" PRIu64 " %" PRIu64 " %s\n", k->addr, k->size,

@@ -163,6 +163,11 @@ static grt_status read_segment(conv *c, const grt__pv *sv, size_t i) {
   else return bad(c, "%s[%zu]: 'segment_type' is not 'small' or 'large'", where, i);
   const grt__pv *e = grt__pv_get(sv, "is_expandable");
   seg.is_expandable = e && e->type == GRT__PV_BOOL && e->u.i;
+  const grt__pv *pool = grt__pv_get(sv, "segment_pool_id");
+  if (pool && pool->type != GRT__PV_NONE &&
+      (!(pool->type == GRT__PV_TUPLE || pool->type == GRT__PV_LIST) || pool->u.seq.n != 2 ||
+       !as_u64(pool->u.seq.v[0], &seg.pool_id[0]) || !as_u64(pool->u.seq.v[1], &seg.pool_id[1])))
+    return bad(c, "%s[%zu]: 'segment_pool_id' is not a pair of non-negative integers", where, i);
   if ((st = grt__tb_segment(&c->b, &seg))) return st;
   const grt__pv *blocks = grt__pv_get(sv, "blocks");
   if (!blocks) return GRT_OK;
@@ -222,6 +227,8 @@ static grt_status convert(conv *c, const grt__pv *root) {
     return bad(c, "top level is neither a dict nor a list: not a memory snapshot");
   }
   if (segments && !as_list(segments)) return bad(c, "'segments' is not a list");
+  c->b.t->has_segments = segments != NULL;
+  c->b.t->has_traces = traces != NULL;
   if (traces && !as_list(traces)) return bad(c, "'device_traces' is not a list");
   if (traces) {
     if ((size_t)c->device >= traces->u.seq.n && (traces->u.seq.n > 0 || c->device > 0)) {

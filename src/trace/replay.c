@@ -5,7 +5,8 @@
  * the requested sizes of live ids; a placement hint set by a segment event is
  * cleared after the next alloc, so it never lands on an unrelated malloc; a
  * run of segment_free/segment_unmap events (with an oom ending it) is one
- * release. A failed feed changes nothing but the error text.
+ * release (replay_release.c). A failed feed changes nothing but the error
+ * text.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -104,13 +105,14 @@ static void live_del(grt_replay *r, uint64_t id) {
 
 grt_devptr grt__replay_to_recorded(const grt_replay *r, grt_devptr a) {
   for (size_t i = 0; i < r->n_xlate; i++)
-    if (a >= r->xlate[i].replay && a < r->xlate[i].replay + r->xlate[i].size) return a - r->xlate[i].replay + r->xlate[i].recorded;
+    if (r->xlate[i].replay && a >= r->xlate[i].replay && a < r->xlate[i].replay + r->xlate[i].size)
+      return a - r->xlate[i].replay + r->xlate[i].recorded;
   return a;
 }
 
 grt_devptr grt__replay_to_replay(const grt_replay *r, grt_devptr a) {
   for (size_t i = 0; i < r->n_xlate; i++)
-    if (a >= r->xlate[i].recorded && a < r->xlate[i].recorded + r->xlate[i].size)
+    if (r->xlate[i].replay && a >= r->xlate[i].recorded && a < r->xlate[i].recorded + r->xlate[i].size)
       return a - r->xlate[i].recorded + r->xlate[i].replay;
   return a;
 }
@@ -237,7 +239,7 @@ void grt__replay_use_slots(grt_replay *r) {
   r->slots = true;
 }
 
-static void note_oom(grt_replay *r, uint64_t size) {
+void grt__replay_note_oom(grt_replay *r, uint64_t size) {
   r->sum.ooms++;
   if (r->sum.has_oom) return;
   r->sum.has_oom = true;
@@ -260,6 +262,7 @@ static grt_status do_alloc(grt_replay *r, const grt_trace_event *ev, grt_stream_
     return GRT_ERR_PARSE;
   }
   grt_status st = live_reserve(r, ev->id); /* first, so that running out of host memory changes nothing */
+  if (!st && r->n_xlate) st = grt__replay_xlate_reserve(r);
   if (st) return st;
   st = ev->size ? grt_alloc_malloc(r->alloc, ev->size, stream, &p) : GRT_ERR_SIZE;
   if (st == GRT_ERR_NOMEM) { /* nothing changed but the device's hint, which the device may have used up */
@@ -273,9 +276,12 @@ static grt_status do_alloc(grt_replay *r, const grt_trace_event *ev, grt_stream_
     grt__ignore(grt_device_set_next_address(r->dev, 0)); /* 0, no hint, suits every device: it cannot fail */
   }
   if (st == GRT_OK) {
-    /* fall through */
+    if (r->n_xlate) {
+      grt__replay_note_released(r);
+      grt__replay_follow(r, stream, ev->size); /* room reserved */
+    }
   } else if (st == GRT_ERR_OOM || (st == GRT_ERR_SIZE && ev->size)) {
-    note_oom(r, ev->size);
+    grt__replay_note_oom(r, ev->size);
     p = REPLAY_FAILED;
   } else if (st == GRT_ERR_SIZE) {
     p = REPLAY_FAILED; /* a zero-byte allocation: nothing to place */
@@ -284,6 +290,7 @@ static grt_status do_alloc(grt_replay *r, const grt_trace_event *ev, grt_stream_
                           grt_alloc_last_error(r->alloc));
     return st;
   }
+  r->pending_map = 0;
   if (r->on_alloc) r->on_alloc(r->hook_ctx, r, ev, r->pos, p, st);
   live_put(r, ev->id, p, ev->size);
   if (p != REPLAY_FAILED) {
@@ -326,62 +333,6 @@ static grt_status do_free(grt_replay *r, const grt_trace_event *ev) {
   return GRT_OK;
 }
 
-/* The device's segments, by address; nomem when one could not be added. */
-typedef struct seg_set {
-  grt__u64map m;
-  bool nomem;
-} seg_set;
-
-static void collect_seg(void *ctx, grt_devptr address, uint64_t size) {
-  (void)size;
-  seg_set *s = ctx;
-  if (!grt__u64map_put(&s->m, address, (void *)1)) s->nomem = true;
-}
-
-/* The release, and for the hook the segments it returned: the segments
- * before and the room for the list are taken first, so that a failure leaves
- * the cache as it was; afterwards a segment is gone when the device no longer
- * knows its base (a release creates none). */
-static grt_status release_with_hook(grt_replay *r) {
-  seg_set before = {.nomem = false};
-  grt__u64map_init(&before.m);
-  grt_devptr *gone = NULL;
-  grt_status st = grt_device_walk_segments(r->dev, collect_seg, &before);
-  if (!st && before.nomem) st = GRT_ERR_NOMEM;
-  if (!st && !(gone = malloc((before.m.count + 1) * sizeof *gone))) st = GRT_ERR_NOMEM;
-  if (st) {
-    grt__replay_set_error(r, "release: no host memory to list the device's segments");
-  } else if ((st = grt_alloc_empty_cache(r->alloc))) {
-    grt__replay_set_error(r, "release: %s", grt_alloc_last_error(r->alloc));
-  } else {
-    size_t n = 0;
-    grt__u64map_iter it = grt__u64map_begin(&before.m);
-    uint64_t address, size;
-    while (grt__u64map_next(&before.m, &it, &address, NULL))
-      if (grt_device_segment_size(r->dev, address, &size) != GRT_OK) gone[n++] = address;
-    r->on_release(r->hook_ctx, r, r->pos, gone, n);
-  }
-  free(gone);
-  grt__u64map_free(&before.m);
-  return st;
-}
-
-/* PyTorch's release_cached_blocks at a recorded moment; the hook learns what went. */
-static grt_status do_release(grt_replay *r) {
-  if (r->on_release) {
-    grt_status st = release_with_hook(r);
-    if (st) return st; /* it said why */
-  } else {
-    grt_status st = grt_alloc_empty_cache(r->alloc);
-    if (st) {
-      grt__replay_set_error(r, "release: %s", grt_alloc_last_error(r->alloc));
-      return st;
-    }
-  }
-  r->sum.releases++;
-  return GRT_OK;
-}
-
 static grt_status apply_kind(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream) {
   grt_trace_kind k = (grt_trace_kind)ev->kind;
   if (r->slots && ev->reserved) { /* the reader thread's verdicts on the file's ids */
@@ -402,6 +353,7 @@ static grt_status apply_kind(grt_replay *r, const grt_trace_event *ev, grt_strea
     case GRT_TRACE_SNAPSHOT: return GRT_OK;
     case GRT_TRACE_SEGMENT_ALLOC:
     case GRT_TRACE_SEGMENT_MAP:
+      if (k == GRT_TRACE_SEGMENT_MAP && !r->pending_map && (ev->flags & GRT_TRACE_F_ADDR)) r->pending_map = ev->addr;
       if (r->recorded_placement && (ev->flags & GRT_TRACE_F_ADDR) && ev->addr % 512 == 0) {
         grt_status st = grt_device_set_next_address(r->dev, ev->addr);
         if (st) return st;
@@ -410,12 +362,7 @@ static grt_status apply_kind(grt_replay *r, const grt_trace_event *ev, grt_strea
       return GRT_OK;
     case GRT_TRACE_SEGMENT_FREE:
     case GRT_TRACE_SEGMENT_UNMAP:
-    case GRT_TRACE_OOM: {
-      if (r->in_release_run || !r->cfg.honor_releases) return GRT_OK;
-      grt_status st = do_release(r);
-      r->in_release_run = st == GRT_OK;
-      return st;
-    }
+    case GRT_TRACE_OOM: return grt__replay_release_event(r, ev, stream);
     default: break;
   }
   grt__replay_set_error(r, "unknown event kind %u", (unsigned)ev->kind);
@@ -424,9 +371,9 @@ static grt_status apply_kind(grt_replay *r, const grt_trace_event *ev, grt_strea
 
 /* An event whose application fails leaves the release run as it was. */
 static grt_status apply(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream) {
-  bool in_run = r->in_release_run;
+  bool in_run = r->in_release_run, oom_replayed = r->oom_replayed;
   grt_status st = apply_kind(r, ev, stream);
-  if (st) r->in_release_run = in_run;
+  if (st) r->in_release_run = in_run, r->oom_replayed = oom_replayed;
   return st;
 }
 

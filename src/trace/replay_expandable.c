@@ -22,8 +22,10 @@
  * and scoring compares recorded addresses through it. Reservations are made
  * up front, even with nothing mapped at the start, so that the translation
  * is known before the model's first map. */
+#include <assert.h>
 #include <stdlib.h>
 
+#include "alloc/allocator_impl.h"
 #include "alloc/import_expandable.h"
 #include "trace/replay_impl.h"
 
@@ -180,13 +182,13 @@ static grt_status start_runs(const group *g, grt__replay_ranges *out) {
  * notes its translation. */
 static grt_status import_group(grt_replay *r, const group *g, grt__replay_ranges *runs, size_t from) {
   grt_devptr va;
-  grt_status st = grt__alloc_expandable_reservation(r->alloc, g->stream, g->is_large, &va);
+  grt_status st = grt__alloc_expandable_reservation(r->alloc, g->stream, g->is_large, true, &va);
   if (st) {
     grt__replay_set_error(r, "rebuilding the start: reserving the %s pool's range of stream %llu: %s",
                           g->is_large ? "large" : "small", (unsigned long long)g->stream, grt_status_str(st));
     return st;
   }
-  r->xlate[r->n_xlate++] = (grt__replay_xlate){va, g->lo, reservation_size(r, g->is_large)};
+  r->xlate[r->n_xlate++] = (grt__replay_xlate){va, g->lo, reservation_size(r, g->is_large), g->stream, g->is_large};
   for (size_t i = from; i < runs->n && !st; i++) {
     const grt__replay_range *x = &runs->v[i];
     st = grt__alloc_import_expandable(r->alloc, g->stream, g->is_large, x->addr - g->lo, x->size, &va);
@@ -213,6 +215,7 @@ grt_status grt__replay_rebuild_expandable(grt_replay *r, grt__replay_ranges *run
   if (!st) st = first_touches(&r->info, &gs);
   if (!st) st = untouched_final(&r->info, &gs);
   if (!st && !(r->xlate = calloc(gs.n + 1, sizeof *r->xlate))) st = GRT_ERR_NOMEM;
+  if (!st) r->cap_xlate = gs.n + 1;
   for (size_t i = 0; i < gs.n && !st; i++) {
     size_t from = runs->n;
     if (!(st = start_runs(&gs.g[i], runs))) st = import_group(r, &gs.g[i], runs, from);
@@ -221,4 +224,37 @@ grt_status grt__replay_rebuild_expandable(grt_replay *r, grt__replay_ranges *run
   for (size_t i = 0; i < gs.n; i++) grt__u64map_free(&gs.g[i].pages);
   free(gs.g);
   return st;
+}
+
+void grt__replay_note_released(grt_replay *r) {
+  for (size_t i = 0; i < r->n_xlate; i++) {
+    grt__replay_xlate *x = &r->xlate[i];
+    grt_devptr va;
+    if (x->replay && grt__alloc_expandable_reservation(r->alloc, x->stream, x->is_large, false, &va) != GRT_OK)
+      x->replay = 0;
+  }
+}
+
+grt_status grt__replay_xlate_reserve(grt_replay *r) {
+  if (r->n_xlate < r->cap_xlate) return GRT_OK;
+  size_t cap = r->cap_xlate ? r->cap_xlate * 2 : 4;
+  grt__replay_xlate *x = realloc(r->xlate, cap * sizeof *x);
+  if (!x) return GRT_ERR_NOMEM;
+  r->xlate = x;
+  r->cap_xlate = cap;
+  return GRT_OK;
+}
+
+void grt__replay_follow(grt_replay *r, grt_stream_id stream, uint64_t size) {
+  bool is_large = grt_alloc_round_size(&r->alloc->cfg, size) > GRT_SMALL_SIZE;
+  size_t i = 0;
+  while (i < r->n_xlate && !(r->xlate[i].stream == stream && r->xlate[i].is_large == is_large)) i++;
+  if (i < r->n_xlate && r->xlate[i].replay) return;
+  grt_devptr va;
+  if (grt__alloc_expandable_reservation(r->alloc, stream, is_large, false, &va) != GRT_OK) return;
+  assert(i < r->cap_xlate); /* room reserved */
+  if (i == r->n_xlate) r->n_xlate++;
+  grt_devptr recorded = r->pending_map ? r->pending_map : va;
+  r->xlate[i] = (grt__replay_xlate){va, recorded, reservation_size(r, is_large), stream, is_large};
+  clip_translations(r);
 }

@@ -69,16 +69,23 @@ static inline bool grt__replay_ids_remove(grt__replay_ids *t, uint64_t id, uint6
 }
 
 typedef struct grt__replay_xlate {
-  grt_devptr replay, recorded;
+  grt_devptr replay, recorded; /* replay 0: the reservation was released */
   uint64_t size;
+  grt_stream_id stream; /* the (stream, pool) reservation it translates */
+  bool is_large;
 } grt__replay_xlate;
 
 /* Per-alloc fidelity hook: recorded vs replay address (fidelity.c sets it). */
 typedef void (*grt__replay_alloc_hook)(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index,
                                        grt_devptr got, grt_status st);
-/* Release hook: the recorded run of segment frees starting at index and what the replay released. */
-typedef void (*grt__replay_release_hook)(void *ctx, grt_replay *r, uint64_t index, const grt_devptr *released,
-                                         size_t n_released);
+/* Release hook: the model released its cache at the recorded run of segment
+ * frees/unmaps starting at event index. */
+typedef void (*grt__replay_release_hook)(void *ctx, grt_replay *r, uint64_t index);
+/* OOM hook: the recorded oom at event oom_index (its release run starts at
+ * run_index; run_index == oom_index when there is none) was replayed; st is
+ * the model's answer to the failing request (GRT_ERR_OOM when it agreed). */
+typedef void (*grt__replay_oom_hook)(void *ctx, grt_replay *r, uint64_t run_index, uint64_t oom_index,
+                                     grt_status st);
 
 struct grt_replay {
   grt_replay_config cfg;
@@ -101,7 +108,9 @@ struct grt_replay {
   uint64_t live, peak_live;
   /* release runs */
   bool in_release_run;
+  bool oom_replayed;         /* the run's ending oom was replayed at the run's start */
   grt_devptr hint;           /* placement hint pending until the next alloc */
+  grt_devptr pending_map;    /* the first recorded segment_map since the last alloc (0: none) */
   /* counters */
   grt_replay_summary sum;
   uint64_t base_dev_alloc, base_dev_free, base_syncs;
@@ -112,10 +121,11 @@ struct grt_replay {
   /* address translation (expandable segments: the replay's reservations sit
      elsewhere than the recorded ones; offsets inside them are kept) */
   grt__replay_xlate *xlate;
-  size_t n_xlate;
+  size_t n_xlate, cap_xlate;
   /* hooks (fidelity) */
   grt__replay_alloc_hook on_alloc;
   grt__replay_release_hook on_release;
+  grt__replay_oom_hook on_oom;
   void *hook_ctx;
 };
 
@@ -142,9 +152,31 @@ grt_status grt__replay_rebuild_start(grt_replay *r);
  * recorded reservation, maps the pages mapped when recording began, notes the
  * translations, and appends those mapped runs (recorded coordinates) to runs. */
 grt_status grt__replay_rebuild_expandable(grt_replay *r, grt__replay_ranges *runs);
+/* Translations follow the model's reservations: PyTorch releases a
+ * reservation once it is wholly unmapped, and makes a new one at its next
+ * map. note_released (after anything that may release) marks the
+ * translations whose reservation went; follow (after an alloc of `size` on
+ * `stream`) binds a new reservation's base to the recorded map pending (a new
+ * reservation's first map is at its base), or to itself when none is. */
+void grt__replay_note_released(grt_replay *r);
+void grt__replay_follow(grt_replay *r, grt_stream_id stream, uint64_t size);
+/* Room for one more translation, so that follow cannot fail. */
+grt_status grt__replay_xlate_reserve(grt_replay *r);
 /* The alloc configuration a trace asks for (its settings, then cfg->alloc_conf). */
 grt_status grt__replay_alloc_config(const grt_replay_config *cfg, const grt_trace_info *info, grt_alloc_config *out,
                                     char *err, size_t err_size);
+
+/* replay_release.c: a segment_free, segment_unmap or oom event. */
+grt_status grt__replay_release_event(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream);
+void grt__replay_note_oom(grt_replay *r, uint64_t size);
+
+/* replay_footprint.c: the model's device ranges in recorded coordinates
+ * (segments, or mapped pages with expandable segments), normalized: sorted,
+ * disjoint, touching ranges merged. */
+grt_status grt__replay_footprint(grt_replay *r, bool expandable, grt__replay_ranges *out);
+void grt__ranges_normalize(grt__replay_ranges *l);
+bool grt__ranges_equal(const grt__replay_ranges *a, const grt__replay_ranges *b);
+grt_status grt__ranges_minus(const grt__replay_ranges *a, const grt__replay_ranges *b, grt__replay_ranges *out);
 
 /* series.c: room for one more sample in r->series. */
 grt_status grt__replay_series_room(grt_replay *r);

@@ -198,6 +198,8 @@ grt_status grt_trace_get_info(const grt_trace *t, grt_trace_info *out) {
   out->segments = t->segments;
   out->n_segments = t->n_segments;
   out->settings = t->settings;
+  out->has_segments = t->format != GRT_TRACE_FORMAT_PYTORCH || t->has_segments;
+  out->has_traces = t->format != GRT_TRACE_FORMAT_PYTORCH || t->has_traces;
   memcpy(out->count, t->count, sizeof out->count);
   return GRT_OK;
 }

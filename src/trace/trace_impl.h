@@ -34,6 +34,7 @@ struct grt_trace {
   size_t n_blocks, cap_blocks;
   grt_trace_alloc_settings settings;
   size_t count[GRT_TRACE_KIND_COUNT];
+  bool has_segments, has_traces;
 };
 
 /* ---- builder (event.c) ---- */

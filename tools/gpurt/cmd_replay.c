@@ -28,7 +28,8 @@ static void usage(FILE *f) {
           "  --placement M     auto | first-fit | recorded (recorded segment addresses; auto: recorded\n"
           "                    for the caching policy on PyTorch traces, unless --capacity is given)\n"
           "  --no-releases     ignore recorded release moments (segment_free runs, oom)\n"
-          "  --device N        PyTorch snapshots: which device's trace (default 0)\n"
+          "  --device N        PyTorch snapshots: which device's trace (default 0; --fidelity: every\n"
+          "                    device the snapshot traced)\n"
           "  --search / --no-search\n"
           "                    find the smallest capacity with zero OOMs (default: on for traces\n"
           "                    under 2M events)\n"
@@ -36,7 +37,9 @@ static void usage(FILE *f) {
           "  --json            print the summary and the series as JSON on stdout (no table)\n"
           "  --html FILE       write a self-contained HTML report (plots, segment maps, summary)\n"
           "  --fidelity        PyTorch snapshots: replay with the faithful caching policy from the\n"
-          "                    rebuilt starting state and score the addresses against the recording\n"
+          "                    rebuilt starting state and score it against the recording, per device:\n"
+          "                    addresses, segment decisions, releases, OOMs, final layout (--json: one\n"
+          "                    object per device and line)\n"
           "  --serve HOST:PORT replay at a pace while serving Prometheus metrics at\n"
           "                    http://HOST:PORT/metrics (try: curl 127.0.0.1:9400/metrics); needs a gpurt\n"
           "                    built with libmicrohttpd. Ctrl-C stops.\n"
@@ -140,6 +143,7 @@ typedef struct replay_args {
   cli_serve_opts so;
   const char *path, *html;
   bool csv, json, fidelity, serve, search, no_search;
+  bool device_set;
   const char *serve_only; /* the last of --rate, --wait-scrape, --linger given */
 } replay_args;
 
@@ -185,7 +189,7 @@ static bool replay_option(const cli_opts *p, int c, replay_args *a) {
     a->o.placement = placement_of[i];
     return true;
   case RP_NO_RELEASES: a->o.honor_releases = false; return true;
-  case RP_DEVICE: return cli_opt_device(p, &a->o.device);
+  case RP_DEVICE: a->device_set = true; return cli_opt_device(p, &a->o.device);
   case RP_SEARCH: a->search = true; return true;
   case RP_NO_SEARCH: a->no_search = true; return true;
   case RP_CSV: a->csv = true; return true;
@@ -214,7 +218,6 @@ static const char *fidelity_conflict(const replay_args *a) {
   if (!a->o.honor_releases) return "--no-releases (it replays the recorded releases)";
   if (a->search) return "--search";
   if (a->csv) return "--csv";
-  if (a->json) return "--json";
   if (a->html) return "--html (it prints a text report)";
   return NULL;
 }
@@ -264,7 +267,7 @@ int grt_cmd_replay(int argc, char **argv) {
   const char *path = a.path, *html = a.html;
   bool csv = a.csv, json = a.json;
   if (a.serve) return cli_replay_serve(path, &o, &a.so);
-  if (a.fidelity) return cli_fidelity(path, o.device);
+  if (a.fidelity) return cli_fidelity(path, a.device_set ? o.device : -1, json);
   o.series = csv || json || html;
   o.search = a.search ? 1 : a.no_search ? 0 : -1;
   o.snapshots = html != NULL;

@@ -55,6 +55,7 @@ int cli_write_html(const char *file, const char *title, const cli_run *runs, siz
 struct cli_serve_opts;
 int cli_replay_serve(const char *path, const cli_run_opts *o, const struct cli_serve_opts *so);
 /* `gpurt replay --fidelity` (cmd_fidelity.c); its conflicting options were refused when parsed. */
-int cli_fidelity(const char *path, int device);
+/* device < 0: every device the snapshot traced. */
+int cli_fidelity(const char *path, int device, bool json);
 
 #endif

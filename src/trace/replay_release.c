@@ -1,0 +1,105 @@
+/* replay_release.c — the recorded moments when PyTorch gave memory back, and
+ * its OOMs.
+ *
+ * A run of segment_free/segment_unmap events is one release: PyTorch's
+ * release_cached_blocks (empty_cache, or the retry path of a malloc that
+ * cudaMalloc refused). The model releases its own cache at the run's first
+ * event and skips the rest.
+ *
+ * An oom event is a request PyTorch failed after its release path had run:
+ * malloc logs the segment frees of release_available_cached_blocks and
+ * release_cached_blocks first, then the oom, whose addr is the free device
+ * memory cudaMemGetInfo reported and whose size is the rounded request. With
+ * the trace at hand the run is looked ahead: when it ends in an oom (or the
+ * oom stands alone), the model gets the failing request itself, on a device
+ * capped at what it will hold once the recorded run is freed plus the
+ * recorded free memory, so its own release path runs and its own malloc
+ * fails, or not. The cap is lifted afterwards: the process went on. A request
+ * the model served after all is handed back at once (the program never got
+ * it). Fed events one at a time (no look-ahead), the run releases as usual
+ * and the oom is replayed at its own event. */
+#include <stdio.h>
+
+#include "base/status.h"
+#include "trace/replay_impl.h"
+
+static bool is_free_kind(uint8_t k) { return k == GRT_TRACE_SEGMENT_FREE || k == GRT_TRACE_SEGMENT_UNMAP; }
+
+static grt_status release_cache(grt_replay *r) {
+  grt_status st = grt_alloc_empty_cache(r->alloc);
+  if (st) {
+    grt__replay_set_error(r, "release: %s", grt_alloc_last_error(r->alloc));
+    return st;
+  }
+  r->sum.releases++;
+  grt__replay_note_released(r);
+  if (r->on_release) r->on_release(r->hook_ctx, r, r->pos);
+  return GRT_OK;
+}
+
+/* The index of the oom that ends the run of frees starting at pos, and the
+ * bytes the run frees; false when the run ends otherwise or no trace is
+ * attached. */
+static bool run_ends_in_oom(const grt_replay *r, uint64_t *oom_index, uint64_t *run_bytes) {
+  if (!r->trace) return false;
+  uint64_t i = r->pos, bytes = 0;
+  while (i < r->info.n_events && is_free_kind(r->info.events[i].kind)) bytes += r->info.events[i++].size;
+  if (i >= r->info.n_events || r->info.events[i].kind != GRT_TRACE_OOM) return false;
+  *oom_index = i;
+  *run_bytes = bytes;
+  return true;
+}
+
+/* The failing request, on a device capped so that it has the recorded free
+ * memory once run_bytes are freed. */
+static grt_status replay_oom(grt_replay *r, const grt_trace_event *oom, grt_stream_id stream, uint64_t run_index,
+                             uint64_t oom_index, uint64_t run_bytes) {
+  grt_device_stats ds;
+  grt_status st = grt_device_get_stats(r->dev, &ds);
+  if (st) return st;
+  uint64_t kept = ds.bytes_in_use > run_bytes ? ds.bytes_in_use - run_bytes : 0;
+  uint64_t device_free = (oom->flags & GRT_TRACE_F_ADDR) ? oom->addr : 0;
+  uint64_t limit = kept + device_free;
+  if ((st = grt_device_set_memory_limit(r->dev, limit ? limit : 1))) return st;
+  grt_devptr p = 0;
+  grt_status got = oom->size ? grt_alloc_malloc(r->alloc, oom->size, stream, &p) : GRT_ERR_SIZE;
+  st = grt_device_set_memory_limit(r->dev, ds.memory_limit);
+  if (got == GRT_OK) grt__keep_first(&st, grt_alloc_free(r->alloc, p)); /* the program never got it */
+  if (got == GRT_ERR_NOMEM) {
+    grt__replay_set_error(r, "oom at event %llu: %s", (unsigned long long)oom_index, grt_alloc_last_error(r->alloc));
+    return got;
+  }
+  if (st) return st;
+  if (got == GRT_ERR_OOM || got == GRT_ERR_SIZE) grt__replay_note_oom(r, oom->size);
+  grt__replay_note_released(r);
+  r->sum.recorded_ooms++;
+  if (run_index < oom_index) r->sum.releases++;
+  if (r->on_oom) r->on_oom(r->hook_ctx, r, run_index, oom_index, got);
+  return GRT_OK;
+}
+
+grt_status grt__replay_release_event(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream) {
+  bool is_oom = ev->kind == GRT_TRACE_OOM;
+  if (!r->cfg.honor_releases) return GRT_OK;
+  if (is_oom && r->oom_replayed) { /* replayed at its run's start */
+    r->oom_replayed = r->in_release_run = false;
+    return GRT_OK;
+  }
+  if (is_oom) {
+    grt_status st = replay_oom(r, ev, stream, r->pos, r->pos, 0);
+    if (!st) r->in_release_run = false;
+    return st;
+  }
+  if (r->in_release_run) return GRT_OK;
+  uint64_t oom_index, run_bytes;
+  grt_status st;
+  if (run_ends_in_oom(r, &oom_index, &run_bytes)) {
+    const grt_trace_event *oom = &r->info.events[oom_index];
+    st = replay_oom(r, oom, r->info.streams[oom->stream], r->pos, oom_index, run_bytes);
+    r->oom_replayed = st == GRT_OK;
+  } else {
+    st = release_cache(r);
+  }
+  r->in_release_run = st == GRT_OK;
+  return st;
+}
