@@ -10,7 +10,8 @@
 static inline bool snapshot_segments_equal(const grt_snapshot_segment *p, const grt_snapshot_segment *q) {
   if (p->address != q->address || p->total_size != q->total_size || p->allocated_size != q->allocated_size ||
       p->active_size != q->active_size || p->requested_size != q->requested_size || p->stream != q->stream ||
-      p->is_large != q->is_large || p->is_expandable != q->is_expandable || p->n_blocks != q->n_blocks)
+      p->is_large != q->is_large || p->is_expandable != q->is_expandable || p->n_blocks != q->n_blocks ||
+      p->pool_id.first != q->pool_id.first || p->pool_id.second != q->pool_id.second)
     return false;
   for (size_t j = 0; j < p->n_blocks; j++) {
     const grt_snapshot_block *u = &p->blocks[j], *v = &q->blocks[j];

@@ -5,7 +5,7 @@
  *   "caching"  PyTorch's CUDA caching allocator, faithfully (rounding, small and
  *              large pools, best fit ordered by (stream, size, address), split
  *              and merge, max_split_size, flush-and-retry on OOM, empty_cache,
- *              record_stream with deferred frees).
+ *              record_stream with deferred frees, private pools).
  *   "naive"    every request goes straight to the device (cudaMalloc/cudaFree).
  *   "bestfit"  exact best fit (the block index) over one arena spanning the
  *              device: the exact-best-fit baseline of W3 (docs/ALLOCATORS.md).
@@ -154,6 +154,76 @@ GRT_API GRT_MUST_CHECK grt_status grt_alloc_import_segment(grt_allocator *a, grt
 GRT_API GRT_MUST_CHECK grt_status grt_alloc_import_block(grt_allocator *a, grt_devptr addr, uint64_t size,
                                                          uint64_t requested);
 
+/* ---- private pools: CUDA graph pools and torch.cuda.MemPool ("caching" only) ----
+ *
+ * A pool id is PyTorch's MempoolId_t; (0, 0) is the default pool, every other
+ * id names a private pool. A private pool has its own small and large pools:
+ * its free blocks never serve a malloc outside it, nor the default pools'
+ * blocks a malloc into it. PyTorch's rules (c10/cuda/CUDACachingAllocator.cpp):
+ *   - a pool is created with use_count 1 by its first retain, begin or
+ *     import; each later retain or begin adds 1, each release takes 1;
+ *   - between begin and end, every malloc on the begun stream goes to the
+ *     pool (PyTorch's capture filter; the newest begin on a stream wins);
+ *     while any pool is begun, mallocs process no completed events and an
+ *     OOM skips the final flush-and-retry, and empty_cache leaves the default
+ *     pools alone (PyTorch's captures_underway);
+ *   - at use_count 0 the pool is freeable: empty_cache and the OOM flush free
+ *     its whole free segments, and erase it once it holds none (an erased id
+ *     is unknown, and may be created afresh). Until then its segments stay
+ *     (but with max_split_size set, an OOM while allocating to the pool may
+ *     free its oversize cached segments, as in PyTorch).
+ * Other policies return GRT_ERR_UNSUPPORTED. Every error leaves everything as
+ * it was, with the reason in grt_alloc_last_error. Ids (0, 0) are
+ * GRT_ERR_INVALID_ARG, except where a call says what (0, 0) means. */
+typedef struct grt_pool_id {
+  uint64_t first, second;
+} grt_pool_id;
+
+typedef struct grt_pool_info {
+  uint64_t use_count;   /* 0: freeable */
+  uint64_t segments;    /* segments it holds (expandable: reservations); PyTorch's cudaMalloc_count */
+  int begun;            /* 1 between begin and end */
+  grt_stream_id stream; /* the stream begun on, when begun */
+} grt_pool_info;
+
+/* PyTorch's createOrIncrefPool (torch.cuda.MemPool()): creates the pool with
+ * use_count 1, or adds 1. GRT_ERR_STATE on a freeable pool. */
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_pool_retain(grt_allocator *a, grt_pool_id id);
+
+/* PyTorch's beginAllocateToPool (graph capture begin, torch.cuda.use_mem_pool):
+ * retains the pool as above, then sends mallocs on `stream` to it until
+ * grt_alloc_pool_end. GRT_ERR_STATE when the pool is freeable or already begun. */
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_pool_begin(grt_allocator *a, grt_pool_id id, grt_stream_id stream);
+
+/* PyTorch's endAllocateToPool: mallocs on the stream leave the pool (use_count
+ * unchanged). GRT_ERR_NOT_FOUND for an unknown pool, GRT_ERR_STATE when it is
+ * not begun, GRT_ERR_INVALID_ARG when it was begun on another stream. */
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_pool_end(grt_allocator *a, grt_pool_id id, grt_stream_id stream);
+
+/* PyTorch's releasePool (CUDAGraph::reset, ~MemPool): use_count - 1; at 0 the
+ * pool becomes freeable. GRT_ERR_NOT_FOUND for an unknown pool, GRT_ERR_STATE
+ * when use_count is already 0, GRT_ERR_BUSY when it would reach 0 while the
+ * pool is begun (end it first). */
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_pool_release(grt_allocator *a, grt_pool_id id);
+
+/* PyTorch's emptyCache(mempool_id) (~MemPool calls it after releasePool):
+ * (0, 0) is grt_alloc_empty_cache. A freeable pool: its pending frees are
+ * waited for (num_sync_all_streams + 1), its whole free segments go back to
+ * the device and the pool is erased once it holds none; a pool in use is left
+ * as it is (GRT_OK). GRT_ERR_NOT_FOUND for an unknown pool, GRT_ERR_CAPTURE
+ * while any pool is begun (PyTorch syncs events only outside captures). */
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_pool_empty_cache(grt_allocator *a, grt_pool_id id);
+
+/* The pool's use_count, segments and begun stream. GRT_ERR_NOT_FOUND for an
+ * unknown (or erased) pool. */
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_pool_info(grt_allocator *a, grt_pool_id id, grt_pool_info *out);
+
+/* grt_alloc_import_segment into the pool `id` ((0, 0): the default pool),
+ * creating a private pool that does not exist yet with use_count 1 (an
+ * existing one keeps its use_count: importing is not a use). */
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_import_segment_pool(grt_allocator *a, grt_pool_id id, grt_devptr base,
+                                                                uint64_t size, grt_stream_id stream, int is_large);
+
 /* ---- statistics: torch.cuda.memory_stats() ---- */
 
 typedef struct grt_stat {
@@ -216,6 +286,7 @@ typedef struct grt_snapshot_segment {
   grt_stream_id stream;
   int is_large;      /* segment_type: 0 "small", 1 "large" */
   int is_expandable;
+  grt_pool_id pool_id; /* segment_pool_id: (0, 0) the default pool */
   size_t n_blocks;
   grt_snapshot_block *blocks; /* tile the segment in address order */
 } grt_snapshot_segment;

@@ -161,6 +161,71 @@ grt_status grt_alloc_import_block(grt_allocator *a, grt_devptr addr, uint64_t si
   LOCKED_CALL(a, a->ops->import_block(a, addr, size, requested));
 }
 
+/* ---- private pools ---- */
+
+/* Under the allocator's lock (or, for a concurrent policy, err_lock). */
+static grt_status no_pools(grt_allocator *a) {
+  grt__alloc_set_error(a, "policy \"%s\" has no private pools (only \"caching\" has them)", a->ops->name);
+  return GRT_ERR_UNSUPPORTED;
+}
+
+static grt_status no_pools_concurrent(grt_allocator *a) {
+  pthread_mutex_lock(&a->err_lock);
+  grt_status st = no_pools(a);
+  pthread_mutex_unlock(&a->err_lock);
+  return st;
+}
+
+/* The policy's pool op `op` with `args`, or GRT_ERR_UNSUPPORTED with the reason. */
+#define POOL_CALL(a, op, args)                                 \
+  do {                                                         \
+    if (!(a)->ops->pools) {                                    \
+      if ((a)->ops->concurrent) return no_pools_concurrent(a); \
+      LOCKED_CALL(a, no_pools(a));                             \
+    }                                                          \
+    LOCKED_CALL(a, (a)->ops->pools->op args);                  \
+  } while (0)
+
+grt_status grt_alloc_pool_retain(grt_allocator *a, grt_pool_id id) {
+  if (!a) return GRT_ERR_INVALID_ARG;
+  POOL_CALL(a, retain, (a, id));
+}
+
+grt_status grt_alloc_pool_begin(grt_allocator *a, grt_pool_id id, grt_stream_id stream) {
+  if (!a) return GRT_ERR_INVALID_ARG;
+  POOL_CALL(a, begin, (a, id, stream));
+}
+
+grt_status grt_alloc_pool_end(grt_allocator *a, grt_pool_id id, grt_stream_id stream) {
+  if (!a) return GRT_ERR_INVALID_ARG;
+  POOL_CALL(a, end, (a, id, stream));
+}
+
+grt_status grt_alloc_pool_release(grt_allocator *a, grt_pool_id id) {
+  if (!a) return GRT_ERR_INVALID_ARG;
+  POOL_CALL(a, release, (a, id));
+}
+
+grt_status grt_alloc_pool_empty_cache(grt_allocator *a, grt_pool_id id) {
+  if (!a) return GRT_ERR_INVALID_ARG;
+  if (!id.first && !id.second) return grt_alloc_empty_cache(a);
+  POOL_CALL(a, empty_cache, (a, id));
+}
+
+grt_status grt_alloc_pool_info(grt_allocator *a, grt_pool_id id, grt_pool_info *out) {
+  if (!a || !out) return GRT_ERR_INVALID_ARG;
+  POOL_CALL(a, info, (a, id, out));
+}
+
+grt_status grt_alloc_import_segment_pool(grt_allocator *a, grt_pool_id id, grt_devptr base, uint64_t size,
+                                         grt_stream_id stream, int is_large) {
+  if (!a) return GRT_ERR_INVALID_ARG;
+  if (!id.first && !id.second) return grt_alloc_import_segment(a, base, size, stream, is_large);
+  if (size == 0 || size % GRT_MIN_BLOCK_SIZE || base % GRT_MIN_BLOCK_SIZE || size > GRT__MAX_REQUEST)
+    return GRT_ERR_INVALID_ARG;
+  POOL_CALL(a, import_segment, (a, id, base, size, stream, is_large));
+}
+
 /* Both called under the allocator's lock: NULL set/get ops and keys the
  * policy lacks become GRT_ERR_UNSUPPORTED with the policy's keys named. */
 static grt_status no_setting(grt_allocator *a, const char *key) {

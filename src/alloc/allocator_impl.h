@@ -12,6 +12,18 @@
 
 #include "gpurt/alloc.h"
 
+/* Private pools (alloc.h), for the policies that have them. */
+typedef struct grt__pool_ops {
+  grt_status (*retain)(grt_allocator *a, grt_pool_id id);
+  grt_status (*begin)(grt_allocator *a, grt_pool_id id, grt_stream_id stream);
+  grt_status (*end)(grt_allocator *a, grt_pool_id id, grt_stream_id stream);
+  grt_status (*release)(grt_allocator *a, grt_pool_id id);
+  grt_status (*empty_cache)(grt_allocator *a, grt_pool_id id);
+  grt_status (*info)(grt_allocator *a, grt_pool_id id, grt_pool_info *out);
+  grt_status (*import_segment)(grt_allocator *a, grt_pool_id id, grt_devptr base, uint64_t size, grt_stream_id stream,
+                               int is_large);
+} grt__pool_ops;
+
 typedef struct grt__alloc_ops {
   const char *name;
   int concurrent; /* 1: the policy locks internally; allocator.c takes no mutex around its ops */
@@ -36,6 +48,7 @@ typedef struct grt__alloc_ops {
   grt_status (*set)(grt_allocator *a, const char *key, uint64_t value);
   grt_status (*get)(grt_allocator *a, const char *key, uint64_t *value);
   const char *settings;
+  const grt__pool_ops *pools; /* optional (NULL: every pool call is GRT_ERR_UNSUPPORTED) */
 } grt__alloc_ops;
 
 struct grt_allocator {

@@ -15,6 +15,7 @@
  * Free, merge, events and release are in caching_free.c; snapshot and the
  * structure walker in caching_inspect.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,14 +79,15 @@ grt__bins *grt__pool_bins_lookup(cpool *p, grt_stream_id stream, int create) {
   return b;
 }
 
-static grt_status pool_init(cpool *p, int stat_type) {
+grt_status grt__cpool_init(cpool *p, int stat_type, cprivate *owner) {
   memset(p, 0, sizeof *p);
   p->stat_type = stat_type;
+  p->owner = owner;
   grt__u64map_init(&p->bins);
   return grt__bins_create(&p->unmapped);
 }
 
-static void pool_free(cpool *p) {
+void grt__cpool_free(cpool *p) {
   for (size_t i = 0; i < p->n_streams; i++) grt__bins_destroy(grt__u64map_get(&p->bins, p->streams[i]));
   grt__u64map_free(&p->bins);
   grt__bins_destroy(p->unmapped);
@@ -102,9 +104,9 @@ static grt_status caching_create(grt_allocator *a) {
   }
   caching *c = grt__alloc_lines(sizeof *c);
   if (!c) return GRT_ERR_NOMEM;
-  if (pool_init(&c->small, GRT_STAT_SMALL_POOL) || pool_init(&c->large, GRT_STAT_LARGE_POOL)) {
-    pool_free(&c->small);
-    pool_free(&c->large);
+  if (grt__cpool_init(&c->small, GRT_STAT_SMALL_POOL, NULL) || grt__cpool_init(&c->large, GRT_STAT_LARGE_POOL, NULL)) {
+    grt__cpool_free(&c->small);
+    grt__cpool_free(&c->large);
     free(c);
     return GRT_ERR_NOMEM;
   }
@@ -144,8 +146,11 @@ static void caching_destroy(grt_allocator *a) {
   }
   while (c->n_spare_segs) free(c->spare_segs[--c->n_spare_segs]);
   free(c->tally);
-  pool_free(&c->small);
-  pool_free(&c->large);
+  for (size_t i = 0; i < c->n_pools; i++) grt__cprivate_free(c->pools[i]);
+  free(c->pools);
+  free(c->captures);
+  grt__cpool_free(&c->small);
+  grt__cpool_free(&c->large);
   grt__u64map_free(&c->active);
   grt__segtable_free(&c->segs);
   free(c->events);
@@ -245,6 +250,7 @@ static cblock *alloc_block(grt_allocator *a, const params *p, int is_retry) {
   b->pool = p->pool;
   b->seg = s;
   c->total_allocated_memory += size;
+  grt__pool_seg_added(p->pool);
   grt__stat_update2(a->stats.segment, p->pool->stat_type, 1);
   grt__stat_update2(a->stats.reserved_bytes, p->pool->stat_type, (int64_t)size);
   if (size >= a->cfg.max_split_size) grt__stat_update(&a->stats.oversize_segments, 1);
@@ -315,16 +321,21 @@ static void set_oom_message(grt_allocator *a, const params *p) {
   caching *c = a->impl;
   grt_device_stats ds;
   grt__ignore(grt_device_get_stats(a->dev, &ds)); /* a device and a buffer: it cannot fail */
-  uint64_t allocated = (uint64_t)a->stats.allocated_bytes[GRT_STAT_ALL].current;
+  /* PyTorch counts the free blocks of private pools as "allocated in private pools" */
+  uint64_t private_free = grt__caching_private_free_bytes(c);
+  uint64_t allocated = (uint64_t)a->stats.allocated_bytes[GRT_STAT_ALL].current + private_free;
   uint64_t reserved = (uint64_t)a->stats.reserved_bytes[GRT_STAT_ALL].current;
-  char want[32], cap[32], fr[32], al[32], un[32];
+  char want[32], cap[32], fr[32], al[32], un[32], pr[32], with[64] = "";
+  if (private_free)
+    snprintf(with, sizeof with, ", with %s allocated in private pools,", grt_format_bytes(private_free, pr, sizeof pr));
   grt__alloc_set_error(a,
                        "out of memory: tried to allocate %s; the device has a total capacity of %s of which %s is "
-                       "free%s. Of the memory in use, %s is allocated and %s is reserved but unallocated",
+                       "free%s. Of the memory in use, %s is allocated%s and %s is reserved but unallocated",
                        grt_format_bytes(p->requested, want, sizeof want), grt_format_bytes(ds.capacity, cap, sizeof cap),
                        grt_format_bytes(ds.free_bytes, fr, sizeof fr),
                        c->last_device_status == GRT_ERR_FAULT_INJECTED ? " (device malloc failed by fault injection)" : "",
-                       grt_format_bytes(allocated, al, sizeof al), grt_format_bytes(reserved - allocated, un, sizeof un));
+                       grt_format_bytes(allocated, al, sizeof al), with,
+                       grt_format_bytes(reserved - allocated, un, sizeof un));
 }
 
 /* A cache hit from bins, reserved directly (the hot path): the front struct of
@@ -403,7 +414,9 @@ static grt_status alloc_miss(grt_allocator *a, params *p, cblock **out) {
       !(st = reserve_release(a, p))) {
     st = grt__caching_release_available(a, p->pool, p->stream, p->size, &enough);
     if (!st && enough) *out = alloc_block(a, p, 0);
-    if (!st && !*out && c->last_device_status != GRT_ERR_NOMEM && !(st = grt__caching_release_cached(a, 0)))
+    /* PyTorch skips the final flush while a pool is begun (captures_underway) */
+    if (!st && !*out && c->last_device_status != GRT_ERR_NOMEM && !c->n_captures &&
+        !(st = grt__caching_release_cached(a, 0)))
       *out = alloc_block(a, p, 1);
   }
   if (!st && !*out && c->last_device_status == GRT_ERR_NOMEM) st = GRT_ERR_NOMEM;
@@ -415,11 +428,13 @@ static grt_status caching_malloc(grt_allocator *a, uint64_t size, grt_stream_id 
   params p;
   p.requested = size;
   p.size = grt_alloc_round_size(&a->cfg, size);
-  p.pool = p.size <= GRT_SMALL_SIZE ? &c->small : &c->large;
+  p.pool = grt__caching_pick_pool(c, p.size, stream);
   p.alloc_size = grt_alloc_segment_size(p.size);
   p.stream = stream;
   p.release_reserved = 0;
-  int events = c->n_events > 0; /* no call when nothing is pending */
+  /* no call when nothing is pending; none while a pool is begun, as PyTorch
+     queries no event during a capture */
+  int events = c->n_events > 0 && !c->n_captures;
   cneeds nd;
   grt__needs_init(&nd);
   grt_status st;
@@ -476,4 +491,5 @@ const grt__alloc_ops grt__caching_ops = {
     .check = grt__caching_check,
     .import_segment = grt__caching_import_segment,
     .import_block = grt__caching_import_block,
+    .pools = &grt__caching_pool_ops,
 };

@@ -3,12 +3,14 @@
  * Memory comes from the device in segments; a segment is tiled by blocks in
  * address order (prev/next). A block is allocated, pending (freed but waiting
  * for events on streams that used it), or free; free blocks live in their
- * pool's bins for their stream, keyed (size, address). Two pools: small
- * (blocks <= 1 MiB, 2 MiB segments) and large.
+ * pool's bins for their stream, keyed (size, address). Two default pools:
+ * small (blocks <= 1 MiB, 2 MiB segments) and large; each private pool has
+ * its own pair, and a segment and all its blocks belong to one pool.
  *
  * Invariants (grt_alloc_check walks them): blocks tile their segment; a free
- * block is in exactly one bins set and never next to another free block; live
- * and pending blocks are in `active`; stats equal a recount.
+ * block is in exactly one bins set, its own pool's, and never next to another
+ * free block; live and pending blocks are in `active`; stats equal a
+ * recount; a private pool's segment count is its segments.
  *
  * A call that fails for host memory changes nothing: every call first
  * reserves what its whole run may need (block and segment structs, map,
@@ -33,6 +35,7 @@
 typedef struct cpool cpool;
 typedef struct cseg cseg;
 typedef struct cblock cblock;
+typedef struct cprivate cprivate;
 
 struct cpool {
   int stat_type;             /* GRT_STAT_SMALL_POOL or GRT_STAT_LARGE_POOL */
@@ -44,7 +47,26 @@ struct cpool {
   grt__bins *unmapped;       /* expandable mode: unmapped blocks keyed (stream, address) */
   grt__bins *last_bins;      /* the bins last looked up (NULL: none yet); a pool's bins live until */
   grt_stream_id last_stream; /* the pool is freed, so this cache never goes stale */
+  cprivate *owner;           /* the private pool holding it; NULL: a default pool (owner_PrivatePool) */
 };
+
+/* A private pool (PyTorch's PrivatePool: CUDA graph pools, torch.cuda.MemPool):
+ * its own small and large pools, whose blocks never serve the default pools
+ * nor another private pool. Its segments go back to the device only once it
+ * is freeable (use_count 0); it is erased when freeable and holding no
+ * segment (caching_pool.c). */
+struct cprivate {
+  grt_pool_id id;     /* never (0, 0) */
+  uint64_t use_count; /* PyTorch's use_count: retains and begins minus releases; 0 = freeable */
+  size_t n_segs;      /* segments (expandable: reservations) it holds: PyTorch's cudaMalloc_count */
+  cpool small, large;
+};
+
+/* A begun pool (PyTorch's captures_underway entry): mallocs on `stream` go to it. */
+typedef struct ccapture {
+  cprivate *pool;
+  grt_stream_id stream;
+} ccapture;
 
 struct cseg {
   grt_devptr base;
@@ -79,11 +101,13 @@ typedef struct pending_event {
   cblock *block;
 } pending_event;
 
-/* Inserts a step may make into the bins of (pool, stream). */
+/* Inserts a step may make into the bins of (pool, stream), or (unmapped) into
+ * a private pool's unmapped set (the default pools' are counted in cneeds). */
 typedef struct ctally {
   cpool *pool;
   grt_stream_id stream;
   size_t n;
+  int unmapped;
 } ctally;
 
 #define GRT__CACHING_SPARE_SEGS 3 /* a malloc tries the device at most three times */
@@ -93,7 +117,7 @@ typedef struct cneeds {
   size_t blocks;      /* cblock structs */
   size_t segs;        /* cseg structs, each with a segment table slot */
   size_t active;      /* new keys in the active map */
-  size_t unmapped[2]; /* inserts into the small [0] and large [1] pool's unmapped set */
+  size_t unmapped[2]; /* inserts into the default small [0] and large [1] pool's unmapped set */
   size_t n_bins;      /* entries of caching.tally in use */
 } cneeds;
 
@@ -113,6 +137,10 @@ typedef struct caching {
   ctally *tally; /* cneeds' bins inserts, per (pool, stream) */
   size_t cap_tally;
   grt_status last_device_status;
+  cprivate **pools; /* private pools, in creation order */
+  size_t n_pools, cap_pools;
+  ccapture *captures; /* begun pools, in begin order: the newest matching one wins */
+  size_t n_captures, cap_captures;
 } caching;
 
 static inline int cblock_is_split(const cblock *b) { return b->prev || b->next; }
@@ -122,6 +150,9 @@ static inline int cblock_is_free(const cblock *b) { return !b->allocated && b->e
 /* caching.c */
 cblock *grt__cblock_new(caching *c);
 void grt__cblock_release(caching *c, cblock *b);
+/* A pool's bins index and unmapped set; free only what init made. */
+grt_status grt__cpool_init(cpool *p, int stat_type, cprivate *owner);
+void grt__cpool_free(cpool *p);
 /* The pool's bins for the stream (created if asked), through the one-entry cache. */
 grt__bins *grt__pool_bins_lookup(cpool *p, grt_stream_id stream, int create);
 static inline grt__bins *grt__pool_bins(cpool *p, grt_stream_id stream, int create) {
@@ -158,6 +189,9 @@ static inline void grt__pool_erase(cpool *p, cblock *b) {
 static inline void grt__needs_init(cneeds *n) { *n = (cneeds){0}; }
 /* n more inserts into the bins of (pool, stream); GRT_ERR_NOMEM when the tally cannot grow. */
 grt_status grt__needs_bins(caching *c, cneeds *nd, cpool *pool, grt_stream_id stream, size_t n);
+/* n more inserts into the pool's unmapped set, and how many nd counts so far. */
+grt_status grt__needs_unmapped(caching *c, cneeds *nd, cpool *pool, size_t n);
+size_t grt__needs_unmapped_count(const caching *c, const cneeds *nd, const cpool *pool);
 /* n inserts into the bins of (pool, stream), or, where blocks cross streams
  * (with_event), into those of every stream of the pool. */
 grt_status grt__needs_stream(grt_allocator *a, cneeds *nd, cpool *pool, grt_stream_id stream, size_t n);
@@ -179,11 +213,15 @@ grt_status grt__caching_free(grt_allocator *a, grt_devptr ptr);
 void grt__caching_free_block(grt_allocator *a, cblock *b);
 void grt__caching_process_events(grt_allocator *a);
 void grt__caching_sync_events(grt_allocator *a);
+/* Likewise for the events of blocks in one private pool only (emptyCache(mempool_id)). */
+void grt__caching_sync_pool_events(grt_allocator *a, const cprivate *pp);
 /* Release steps return the device's status when it fails a free or unmap
  * (for its own host memory): they stop there, and what went stays gone. */
 grt_status grt__caching_release_block(grt_allocator *a, cblock *b);
 /* Syncs events, then frees whole free segments idle for at least min_idle cycles. */
 grt_status grt__caching_release_cached(grt_allocator *a, uint64_t min_idle);
+/* Frees the pool's whole unsplit free segments and unmaps its expandable free pages. */
+grt_status grt__caching_release_pool(grt_allocator *a, cpool *pool, uint64_t min_idle);
 grt_status grt__caching_release_available(grt_allocator *a, cpool *pool, grt_stream_id stream, uint64_t size,
                                           int *enough);
 grt_status grt__caching_garbage_collect(grt_allocator *a);
@@ -207,12 +245,68 @@ int grt__caching_expandable_pick(grt__bins *bins, grt__bin_entry *e);
 grt_status grt__caching_unmap_block(grt_allocator *a, cblock *b);
 /* Maps n pages from va, one device map per page (all or nothing). */
 grt_status grt__caching_map_pages(grt_device *dev, grt_devptr va, uint64_t n, uint64_t page);
+/* Gives back the pool's wholly unmapped reservations (a freeable private pool's, before erasing it). */
+grt_status grt__caching_drop_empty_reservations(grt_allocator *a, cpool *pool);
 void grt__caching_destroy_expandable(grt_allocator *a, cseg *s);
 grt_status grt__caching_snapshot_expandable(const cseg *s, grt_alloc_snapshot *out);
 
 /* caching_import.c */
 grt_status grt__caching_import_segment(grt_allocator *a, grt_devptr base, uint64_t size, grt_stream_id stream,
                                        int is_large);
+grt_status grt__caching_import_segment_pool(grt_allocator *a, grt_pool_id id, grt_devptr base, uint64_t size,
+                                            grt_stream_id stream, int is_large);
+
+/* caching_pool.c: private pools (PyTorch's graph_pools, captures_underway, graph_pools_freeable) */
+static inline int grt__pool_id_is_default(grt_pool_id id) { return !id.first && !id.second; }
+static inline int grt__pool_id_equal(grt_pool_id x, grt_pool_id y) {
+  return x.first == y.first && x.second == y.second;
+}
+cprivate *grt__caching_find_pool(const caching *c, grt_pool_id id);
+/* A new private pool (use_count 1), not yet registered; NULL for host memory. */
+cprivate *grt__cprivate_new(grt_pool_id id);
+void grt__cprivate_free(cprivate *pp);
+/* Room to register one more pool, then the registering itself (cannot fail). */
+grt_status grt__caching_pools_reserve(caching *c);
+void grt__caching_pools_add(caching *c, cprivate *pp);
+/* The pool a malloc of `size` rounded bytes on `stream` goes to (PyTorch's
+ * get_pool): the newest begun pool's on that stream, else a default pool. */
+cpool *grt__caching_begun_pool(caching *c, uint64_t size, grt_stream_id stream);
+static inline cpool *grt__caching_pick_pool(caching *c, uint64_t size, grt_stream_id stream) {
+  if (c->n_captures) return grt__caching_begun_pool(c, size, stream);
+  return size <= GRT_SMALL_SIZE ? &c->small : &c->large;
+}
+/* Releases the free segments of every freeable private pool (only `only`, if
+ * non-NULL), erasing each one left without segments (release_cached_blocks). */
+grt_status grt__caching_release_freeable(grt_allocator *a, cprivate *only, uint64_t min_idle);
+/* Counts a segment the pool gained or lost (PyTorch's cudaMalloc_count). */
+static inline void grt__pool_seg_added(cpool *p) {
+  if (p->owner) p->owner->n_segs++;
+}
+static inline void grt__pool_seg_removed(cpool *p) {
+  if (p->owner) p->owner->n_segs--;
+}
+/* Every pool: the default small and large (0, 1), then each private pool's (2 + 2i, 3 + 2i). */
+static inline size_t grt__caching_n_cpools(const caching *c) { return 2 + 2 * c->n_pools; }
+static inline cpool *grt__caching_cpool_at(caching *c, size_t i) {
+  cprivate *pp = i < 2 ? NULL : c->pools[i / 2 - 1];
+  if (!pp) return i ? &c->large : &c->small;
+  return i % 2 ? &pp->large : &pp->small;
+}
+static inline grt_pool_id grt__pool_id_of(const cpool *p) { return p->owner ? p->owner->id : (grt_pool_id){0, 0}; }
+grt_status grt__caching_pool_retain(grt_allocator *a, grt_pool_id id);
+grt_status grt__caching_pool_begin(grt_allocator *a, grt_pool_id id, grt_stream_id stream);
+grt_status grt__caching_pool_end(grt_allocator *a, grt_pool_id id, grt_stream_id stream);
+grt_status grt__caching_pool_release(grt_allocator *a, grt_pool_id id);
+grt_status grt__caching_pool_empty_cache(grt_allocator *a, grt_pool_id id);
+grt_status grt__caching_pool_info(grt_allocator *a, grt_pool_id id, grt_pool_info *out);
+/* Bytes in the free blocks of private pools (PyTorch's OOM message's
+ * "allocated in private pools"). */
+uint64_t grt__caching_private_free_bytes(const caching *c);
+extern const grt__pool_ops grt__caching_pool_ops;
+/* The walker's part for pools: registry, counters, begun pools. */
+grt_status grt__caching_check_pools(grt_allocator *a, char *msg, size_t msg_size);
+/* Whether the segment's pool is a default pool or one of a registered private pool. */
+int grt__caching_pool_known(const caching *c, const cpool *p);
 grt_status grt__caching_import_block(grt_allocator *a, grt_devptr addr, uint64_t size, uint64_t requested);
 
 /* caching_inspect.c */

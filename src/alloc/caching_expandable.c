@@ -1,7 +1,8 @@
 /* caching_expandable.c — expandable segments (PYTORCH_CUDA_ALLOC_CONF=
  * expandable_segments:True).
  *
- * One segment per (stream, pool) reserves address space for 1 1/8 x the
+ * One segment per (stream, pool) — a private pool's small and large pools
+ * included, as in PyTorch — reserves address space for 1 1/8 x the
  * device's memory and maps pages (2 MiB small pool, 20 MiB large pool) on
  * demand, always at the lowest address that fits, extended back over a free
  * block just before it; requests keep their rounded size (no 20 MiB segment
@@ -58,6 +59,7 @@ static cblock *new_segment(grt_allocator *a, cpool *pool, grt_stream_id stream) 
   st = grt__seg_insert(c, s);
   assert(st == GRT_OK); /* a table slot was reserved */
   (void)st;
+  grt__pool_seg_added(pool);
   grt__unmapped_add(pool, b);
   return b;
 }
@@ -197,6 +199,32 @@ grt_status grt__caching_unmap_block(grt_allocator *a, cblock *b) {
      segment stays, wholly unmapped, which is a valid state. */
   if (!b->prev && !b->next && grt_device_release(a->dev, s->base) == GRT_OK) {
     unmapped_erase(b->pool, b);
+    grt__pool_seg_removed(b->pool);
+    grt__seg_remove(c, s);
+    grt__cblock_release(c, b);
+    free(s);
+  }
+  return GRT_OK;
+}
+
+/* A reservation whose first map the device refused is wholly unmapped and
+ * has no free block for release_pool to find. PyTorch erases a freeable
+ * private pool without looking at such a reservation, which then stays
+ * reserved for a pool that no longer exists; here it goes with the pool.
+ * Erasing needs no host memory. */
+grt_status grt__caching_drop_empty_reservations(grt_allocator *a, cpool *pool) {
+  caching *c = a->impl;
+  grt__bin_entry e, cur;
+  for (int more = grt__bins_first(pool->unmapped, &e); more;) {
+    cur = e;
+    more = grt__bins_next(pool->unmapped, cur.size, cur.addr, &e);
+    cblock *b = cur.value;
+    if (b->prev || b->next) continue;
+    cseg *s = b->seg;
+    grt_status st = grt_device_release(a->dev, s->base);
+    if (st) return st;
+    unmapped_erase(pool, b);
+    grt__pool_seg_removed(pool);
     grt__seg_remove(c, s);
     grt__cblock_release(c, b);
     free(s);
@@ -211,14 +239,14 @@ grt_status grt__caching_expandable_needs(grt_allocator *a, cpool *pool, grt_stre
      takes one unmapped block, of those there are now, those a flush counted
      in nd may add, and a new reservation's: so an absurd size (the device
      will refuse it) reserves no more than the blocks that exist. */
-  int large = pool == &((caching *)a->impl)->large;
+  caching *c = a->impl;
   uint64_t by_size = size / page_of_pool(pool) + 2;
-  uint64_t by_blocks = (uint64_t)grt__bins_count(pool->unmapped) + nd->unmapped[large] + 2;
+  uint64_t by_blocks = (uint64_t)grt__bins_count(pool->unmapped) + grt__needs_unmapped_count(c, nd, pool) + 2;
   size_t maps = (size_t)(by_size < by_blocks ? by_size : by_blocks);
   nd->segs += 1;
   nd->blocks += maps + 1;
-  nd->unmapped[large] += maps + 1;
-  return grt__needs_stream(a, nd, pool, stream, maps);
+  grt_status st = grt__needs_unmapped(c, nd, pool, maps + 1);
+  return st ? st : grt__needs_stream(a, nd, pool, stream, maps);
 }
 
 /* Unmapping a free block splits off at most two partial pages (inserts in its
@@ -233,8 +261,8 @@ grt_status grt__caching_unmap_needs(grt_allocator *a, cneeds *nd) {
     for (const cblock *b = s->head; b && !st; b = b->next) {
       if (b->unmapped || b->allocated) continue;
       nd->blocks += 2;
-      nd->unmapped[b->pool == &c->large] += 1;
-      st = grt__needs_bins(c, nd, b->pool, b->stream, 2);
+      st = grt__needs_unmapped(c, nd, b->pool, 1);
+      if (!st) st = grt__needs_bins(c, nd, b->pool, b->stream, 2);
     }
   }
   return st;
@@ -275,6 +303,7 @@ grt_status grt__caching_snapshot_expandable(const cseg *s, grt_alloc_snapshot *o
     seg->stream = s->stream;
     seg->is_large = s->pool->stat_type == GRT_STAT_LARGE_POOL;
     seg->is_expandable = 1;
+    seg->pool_id = grt__pool_id_of(s->pool);
     seg->n_blocks = n;
     for (size_t i = 0; i < n; i++, b = b->next) {
       grt_block_state st = b->allocated ? GRT_BLOCK_ACTIVE_ALLOCATED

@@ -186,6 +186,25 @@ void grt__caching_sync_events(grt_allocator *a) {
   a->stats.num_sync_all_streams++;
 }
 
+/* The events kept stay in record order. All the events of a block are for
+ * the same pool, so a block freed here has no event left behind. */
+void grt__caching_sync_pool_events(grt_allocator *a, const cprivate *pp) {
+  caching *c = a->impl;
+  size_t n = c->n_events, kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    pending_event e = c->events[i];
+    if (e.block->pool->owner != pp) {
+      c->events[kept++] = e;
+      continue;
+    }
+    sync_event(a, e.event);
+    destroy_event(a, e.event);
+    event_done(a, e.block);
+  }
+  c->n_events = kept;
+  a->stats.num_sync_all_streams++;
+}
+
 /* cudaFree of a whole free segment (the block is the segment). The device may
  * still fail for its own host memory: then nothing changes and the caller
  * stops its release there. */
@@ -195,6 +214,7 @@ grt_status grt__caching_release_block(grt_allocator *a, cblock *b) {
   grt_status st = grt_device_free(a->dev, s->base);
   if (st) return st;
   c->total_allocated_memory -= s->size;
+  grt__pool_seg_removed(b->pool);
   int pool = b->pool->stat_type;
   grt__stat_update2(a->stats.segment, pool, -1);
   grt__stat_update2(a->stats.reserved_bytes, pool, -(int64_t)s->size);
@@ -212,7 +232,7 @@ grt_status grt__caching_release_block(grt_allocator *a, cblock *b) {
  * unmaps the free blocks of expandable segments (a second walk: unmapping
  * edits the bins, but only below the key it stands on, since the partial
  * pages it leaves mapped are smaller than the block they came from). */
-static grt_status release_pool(grt_allocator *a, cpool *pool, uint64_t min_idle) {
+grt_status grt__caching_release_pool(grt_allocator *a, cpool *pool, uint64_t min_idle) {
   grt_status st = GRT_OK;
   for (int unmapping = 0; unmapping < 2; unmapping++)
     for (size_t i = 0; i < pool->n_streams; i++) {
@@ -233,11 +253,18 @@ static grt_status release_pool(grt_allocator *a, cpool *pool, uint64_t min_idle)
   return GRT_OK;
 }
 
+/* PyTorch's release_cached_blocks with the default pool id: while a pool is
+ * begun, the default pools keep their segments and no event is waited for;
+ * the freeable private pools are released either way. */
 grt_status grt__caching_release_cached(grt_allocator *a, uint64_t min_idle) {
   caching *c = a->impl;
-  grt__caching_sync_events(a);
-  grt_status st = release_pool(a, &c->large, min_idle);
-  return st ? st : release_pool(a, &c->small, min_idle);
+  grt_status st = GRT_OK;
+  if (!c->n_captures) {
+    grt__caching_sync_events(a);
+    st = grt__caching_release_pool(a, &c->large, min_idle);
+    if (!st) st = grt__caching_release_pool(a, &c->small, min_idle);
+  }
+  return st ? st : grt__caching_release_freeable(a, NULL, min_idle);
 }
 
 /* PyTorch's release_available_cached_blocks: with max_split_size set, free one
@@ -355,6 +382,10 @@ grt_status grt__caching_empty_cache_commit(grt_allocator *a) {
   if (st) return st;
   c->small.cycle++;
   c->large.cycle++;
+  for (size_t i = 0; i < c->n_pools; i++) {
+    c->pools[i]->small.cycle++;
+    c->pools[i]->large.cycle++;
+  }
   return GRT_OK;
 }
 

@@ -4,17 +4,17 @@
  * exist when recording begins. The replayer recreates them here — segments at
  * their recorded addresses, live blocks at their recorded offsets — so that the
  * replay starts from the same layout PyTorch had. Imported segments count as
- * reserved memory but not as device mallocs of the replay. Both calls reserve
- * their structs and inserts first: a failure changes nothing.
+ * reserved memory but not as device mallocs of the replay. A segment goes
+ * into a default pool or into a private pool (created if new, as PyTorch's
+ * first use creates it). The calls reserve their structs and inserts first:
+ * a failure changes nothing.
  */
 #include <stdlib.h>
 
 #include "alloc/caching.h"
 
-grt_status grt__caching_import_segment(grt_allocator *a, grt_devptr base, uint64_t size, grt_stream_id stream,
-                                       int is_large) {
+static grt_status import_into(grt_allocator *a, cpool *pool, grt_devptr base, uint64_t size, grt_stream_id stream) {
   caching *c = a->impl;
-  cpool *pool = is_large ? &c->large : &c->small;
   cneeds nd;
   grt__needs_init(&nd);
   nd.segs = nd.blocks = 1;
@@ -37,11 +37,33 @@ grt_status grt__caching_import_segment(grt_allocator *a, grt_devptr base, uint64
   st = grt__seg_insert(c, s);
   assert(st == GRT_OK); /* a table slot was reserved */
   grt__pool_add(pool, b);
+  grt__pool_seg_added(pool);
   c->total_allocated_memory += size;
   grt__stat_update2(a->stats.segment, pool->stat_type, 1);
   grt__stat_update2(a->stats.reserved_bytes, pool->stat_type, (int64_t)size);
   if (size >= a->cfg.max_split_size) grt__stat_update(&a->stats.oversize_segments, 1);
   return GRT_OK;
+}
+
+grt_status grt__caching_import_segment(grt_allocator *a, grt_devptr base, uint64_t size, grt_stream_id stream,
+                                       int is_large) {
+  caching *c = a->impl;
+  return import_into(a, is_large ? &c->large : &c->small, base, size, stream);
+}
+
+/* A pool created here is registered only once the segment is in it: a
+ * failure frees it, and the pools are as they were. */
+grt_status grt__caching_import_segment_pool(grt_allocator *a, grt_pool_id id, grt_devptr base, uint64_t size,
+                                            grt_stream_id stream, int is_large) {
+  caching *c = a->impl;
+  if (grt__pool_id_is_default(id)) return grt__caching_import_segment(a, base, size, stream, is_large);
+  cprivate *pp = grt__caching_find_pool(c, id);
+  int fresh = !pp;
+  if (fresh && (grt__caching_pools_reserve(c) || !(pp = grt__cprivate_new(id)))) return GRT_ERR_NOMEM;
+  grt_status st = import_into(a, is_large ? &pp->large : &pp->small, base, size, stream);
+  if (fresh && st) grt__cprivate_free(pp);
+  if (fresh && !st) grt__caching_pools_add(c, pp);
+  return st;
 }
 
 /* Free blocks of a split segment: PyTorch's inactive_split figures. */

@@ -1,7 +1,7 @@
 /* caching_inspect.c — looking at the caching allocator without changing it:
  * bad-pointer classification, the extra statistics, the snapshot (PyTorch's
- * segment/block states) and the structure walker the tests call after every
- * randomized step. */
+ * segment/block states, segment_pool_id) and the structure walker the tests
+ * call after every randomized step, private pools included. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +43,7 @@ grt_status grt__caching_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *s
   return GRT_OK;
 }
 
-static uint64_t pool_largest(cpool *p) {
+static uint64_t pool_largest(const cpool *p) {
   uint64_t best = 0;
   for (size_t i = 0; i < p->n_streams; i++) {
     grt__bin_entry e;
@@ -52,10 +52,15 @@ static uint64_t pool_largest(cpool *p) {
   return best;
 }
 
+/* PyTorch's cacheInfo looks at the private pools too. */
 void grt__caching_stats(grt_allocator *a, grt_alloc_stats *out) {
   caching *c = a->impl;
-  uint64_t s = pool_largest(&c->small), l = pool_largest(&c->large);
-  out->largest_free_block = s > l ? s : l;
+  uint64_t largest = 0;
+  for (size_t p = 0; p < grt__caching_n_cpools(c); p++) {
+    uint64_t l = pool_largest(grt__caching_cpool_at(c, p));
+    largest = l > largest ? l : largest;
+  }
+  out->largest_free_block = largest;
   out->pending_free_blocks = c->n_pending_blocks;
 }
 
@@ -98,6 +103,7 @@ grt_status grt__caching_snapshot(grt_allocator *a, grt_alloc_snapshot *out) {
     seg->address = s->base;
     seg->stream = s->stream;
     seg->is_large = s->pool->stat_type == GRT_STAT_LARGE_POOL;
+    seg->pool_id = grt__pool_id_of(s->pool);
     seg->n_blocks = n;
     n = 0;
     for (const cblock *b = s->head; b; b = b->next)
@@ -178,6 +184,47 @@ static grt_status check_block(grt_allocator *a, const cseg *s, const cblock *b, 
   return GRT_OK;
 }
 
+static size_t segments_of(const caching *c, const cprivate *pp) {
+  size_t n = 0;
+  for (size_t i = 0; i < c->segs.n; i++) n += grt__seg_at(c, i)->pool->owner == pp;
+  return n;
+}
+
+static grt_status check_pool(const caching *c, size_t i, char *msg, size_t msg_size) {
+  const cprivate *pp = c->pools[i];
+  unsigned long long f = pp->id.first, g = pp->id.second;
+  if (grt__pool_id_is_default(pp->id)) FAIL("private pool %zu has the default id (0, 0)", i);
+  for (size_t j = 0; j < i; j++)
+    if (grt__pool_id_equal(c->pools[j]->id, pp->id)) FAIL("two private pools have the id (%llu, %llu)", f, g);
+  if (pp->small.owner != pp || pp->large.owner != pp || pp->small.stat_type != GRT_STAT_SMALL_POOL ||
+      pp->large.stat_type != GRT_STAT_LARGE_POOL)
+    FAIL("private pool (%llu, %llu): its small or large pool is not its own", f, g);
+  size_t n = segments_of(c, pp);
+  if (n != pp->n_segs) FAIL("private pool (%llu, %llu) counts %zu segments but holds %zu", f, g, pp->n_segs, n);
+  return GRT_OK;
+}
+
+grt_status grt__caching_check_pools(grt_allocator *a, char *msg, size_t msg_size) {
+  caching *c = a->impl;
+  if (c->small.owner || c->large.owner) FAIL("a default pool has an owner");
+  for (size_t i = 0; i < c->n_pools; i++) {
+    grt_status st = check_pool(c, i, msg, msg_size);
+    if (st) return st;
+  }
+  for (size_t i = 0; i < c->n_captures; i++) {
+    const cprivate *pp = c->captures[i].pool;
+    size_t k = 0;
+    while (k < c->n_pools && c->pools[k] != pp) k++;
+    if (k == c->n_pools) FAIL("begun pool %zu is not a known pool", i);
+    if (!pp->use_count)
+      FAIL("begun pool (%llu, %llu) is freeable", (unsigned long long)pp->id.first, (unsigned long long)pp->id.second);
+    for (size_t j = 0; j < i; j++)
+      if (c->captures[j].pool == pp)
+        FAIL("pool (%llu, %llu) is begun twice", (unsigned long long)pp->id.first, (unsigned long long)pp->id.second);
+  }
+  return GRT_OK;
+}
+
 static grt_status compare(const char *name, const grt_stat *st, const int64_t *rc, char *msg, size_t msg_size) {
   for (int t = 0; t < GRT_STAT_TYPES; t++)
     if (st[t].current != rc[t])
@@ -195,6 +242,8 @@ grt_status grt__caching_check(grt_allocator *a, char *msg, size_t msg_size) {
     if (prev && prev->base + prev->size > s->base)
       FAIL("segments 0x%llx and 0x%llx overlap", (unsigned long long)prev->base, (unsigned long long)s->base);
     if (!s->head || s->head->ptr != s->base || s->head->prev) FAIL("segment 0x%llx: bad head", (unsigned long long)s->base);
+    if (!grt__caching_pool_known(c, s->pool))
+      FAIL("segment 0x%llx: its pool is not a known pool", (unsigned long long)s->base);
     const cblock *last = NULL;
     for (const cblock *b = s->head; b; b = b->next) {
       grt_status st = check_block(a, s, b, &r, msg, msg_size);
@@ -212,18 +261,21 @@ grt_status grt__caching_check(grt_allocator *a, char *msg, size_t msg_size) {
     add(r.reserved_bytes, s->pool->stat_type, (int64_t)s->size);
     reserved += s->size;
   }
-  size_t indexed = 0;
-  cpool *pools[2] = {&c->small, &c->large};
-  for (int p = 0; p < 2; p++)
-    for (size_t i = 0; i < pools[p]->n_streams; i++) indexed += grt__bins_count(grt__u64map_get(&pools[p]->bins, pools[p]->streams[i]));
+  size_t indexed = 0, unmapped = 0;
+  for (size_t p = 0; p < grt__caching_n_cpools(c); p++) {
+    const cpool *pool = grt__caching_cpool_at(c, p);
+    for (size_t i = 0; i < pool->n_streams; i++)
+      indexed += grt__bins_count(grt__u64map_get(&pool->bins, pool->streams[i]));
+    unmapped += grt__bins_count(pool->unmapped);
+  }
   if (indexed != r.free_blocks) FAIL("%zu blocks indexed but %zu free blocks found", indexed, r.free_blocks);
-  if (grt__bins_count(c->small.unmapped) + grt__bins_count(c->large.unmapped) != r.unmapped_blocks)
-    FAIL("unmapped sets hold %zu blocks but %zu unmapped blocks found",
-         grt__bins_count(c->small.unmapped) + grt__bins_count(c->large.unmapped), r.unmapped_blocks);
+  if (unmapped != r.unmapped_blocks)
+    FAIL("unmapped sets hold %zu blocks but %zu unmapped blocks found", unmapped, r.unmapped_blocks);
   if (c->active.count != r.live_blocks) FAIL("%zu active entries but %zu live blocks found", c->active.count, r.live_blocks);
   if (reserved != c->total_allocated_memory) FAIL("reserved recount %llu != %llu", (unsigned long long)reserved, (unsigned long long)c->total_allocated_memory);
+  grt_status st = grt__caching_check_pools(a, msg, msg_size);
+  if (st) return st;
   const grt_alloc_stats *s = &a->stats;
-  grt_status st;
   if ((st = compare("allocation", s->allocation, r.allocation, msg, msg_size)) ||
       (st = compare("allocated_bytes", s->allocated_bytes, r.allocated_bytes, msg, msg_size)) ||
       (st = compare("active", s->active, r.active, msg, msg_size)) ||

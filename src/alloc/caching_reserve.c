@@ -12,9 +12,9 @@
 
 #include "alloc/caching.h"
 
-grt_status grt__needs_bins(caching *c, cneeds *nd, cpool *pool, grt_stream_id stream, size_t n) {
+static grt_status tally_add(caching *c, cneeds *nd, cpool *pool, grt_stream_id stream, size_t n, int unmapped) {
   for (size_t i = 0; i < nd->n_bins; i++)
-    if (c->tally[i].pool == pool && c->tally[i].stream == stream) {
+    if (c->tally[i].pool == pool && c->tally[i].stream == stream && c->tally[i].unmapped == unmapped) {
       c->tally[i].n += n;
       return GRT_OK;
     }
@@ -25,8 +25,25 @@ grt_status grt__needs_bins(caching *c, cneeds *nd, cpool *pool, grt_stream_id st
     c->tally = t;
     c->cap_tally = cap;
   }
-  c->tally[nd->n_bins++] = (ctally){pool, stream, n};
+  c->tally[nd->n_bins++] = (ctally){pool, stream, n, unmapped};
   return GRT_OK;
+}
+
+grt_status grt__needs_bins(caching *c, cneeds *nd, cpool *pool, grt_stream_id stream, size_t n) {
+  return tally_add(c, nd, pool, stream, n, 0);
+}
+
+grt_status grt__needs_unmapped(caching *c, cneeds *nd, cpool *pool, size_t n) {
+  if (pool->owner) return tally_add(c, nd, pool, 0, n, 1);
+  nd->unmapped[pool == &c->large] += n;
+  return GRT_OK;
+}
+
+size_t grt__needs_unmapped_count(const caching *c, const cneeds *nd, const cpool *pool) {
+  if (!pool->owner) return nd->unmapped[pool == &c->large];
+  for (size_t i = 0; i < nd->n_bins; i++)
+    if (c->tally[i].pool == pool && c->tally[i].unmapped) return c->tally[i].n;
+  return 0;
 }
 
 grt_status grt__needs_stream(grt_allocator *a, cneeds *nd, cpool *pool, grt_stream_id stream, size_t n) {
@@ -36,7 +53,8 @@ grt_status grt__needs_stream(grt_allocator *a, cneeds *nd, cpool *pool, grt_stre
   for (size_t i = 0; i < pool->n_streams && !st; i++)
     if (pool->streams[i] != stream) st = grt__needs_bins(c, nd, pool, pool->streams[i], n);
   for (size_t i = 0; i < nd->n_bins && !st; i++) /* streams whose bins the step itself creates */
-    if (c->tally[i].pool == pool && c->tally[i].stream != stream && !grt__pool_bins(pool, c->tally[i].stream, 0))
+    if (c->tally[i].pool == pool && !c->tally[i].unmapped && c->tally[i].stream != stream &&
+        !grt__pool_bins(pool, c->tally[i].stream, 0))
       c->tally[i].n += n;
   return st;
 }
@@ -79,6 +97,10 @@ grt_status grt__caching_reserve(grt_allocator *a, const cneeds *nd) {
   if (nd->unmapped[1] && grt__bins_reserve(c->large.unmapped, nd->unmapped[1])) return GRT_ERR_NOMEM;
   for (size_t i = 0; i < nd->n_bins; i++) {
     const ctally *t = &c->tally[i];
+    if (t->unmapped) {
+      if (grt__bins_reserve(t->pool->unmapped, t->n)) return GRT_ERR_NOMEM;
+      continue;
+    }
     grt__bins *bins = grt__pool_bins(t->pool, t->stream, 1); /* an empty bins set changes no decision */
     if (!bins || grt__bins_reserve(bins, t->n)) return GRT_ERR_NOMEM;
   }

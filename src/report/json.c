@@ -95,11 +95,12 @@ static void write_segment(grt__textbuf *tb, const grt_snapshot_segment *s, int d
   grt__textbuf_printf(tb,
                  "{\"device\": %d, \"address\": %llu, \"total_size\": %llu, \"allocated_size\": %llu, "
                  "\"active_size\": %llu, \"requested_size\": %llu, \"stream\": %llu, \"segment_type\": \"%s\", "
-                 "\"segment_pool_id\": [0, 0], \"is_expandable\": %s, \"frames\": [], \"blocks\": [",
+                 "\"segment_pool_id\": [%llu, %llu], \"is_expandable\": %s, \"frames\": [], \"blocks\": [",
                  device, (unsigned long long)s->address, (unsigned long long)s->total_size,
                  (unsigned long long)s->allocated_size, (unsigned long long)s->active_size,
                  (unsigned long long)s->requested_size, (unsigned long long)s->stream,
-                 s->is_large ? "large" : "small", s->is_expandable ? "true" : "false");
+                 s->is_large ? "large" : "small", (unsigned long long)s->pool_id.first,
+                 (unsigned long long)s->pool_id.second, s->is_expandable ? "true" : "false");
   for (size_t j = 0; j < s->n_blocks; j++) {
     grt__textbuf_puts(tb, j ? ",\n      " : "\n      ");
     write_block(tb, &s->blocks[j]);
