@@ -163,6 +163,26 @@ typedef struct grt_trace_load_config {
 
 GRT_API void grt_trace_load_config_default(grt_trace_load_config *cfg);
 
+/* What a recorded run itself shows (PyTorch snapshots; other formats give
+ * what their events and segments hold). The start is derived backwards from
+ * the final segments through every segment, alloc and free_completed event:
+ * memory in use before recording began counts at the start and in the peaks.
+ * Requested bytes are what the program asked for (the events' sizes). */
+typedef struct grt_trace_recorded {
+  uint64_t reserved_start, reserved_peak, reserved_end;   /* segments (mapped pages: expandable) */
+  uint64_t reserved_peak_event;
+  uint64_t requested_start, requested_peak, requested_end; /* live requested bytes */
+  uint64_t requested_peak_event;
+  uint64_t allocated_end;                    /* the final active blocks' sizes */
+  uint64_t device_mallocs, device_frees;     /* segment_alloc + segment_map / segment_free + segment_unmap */
+  uint64_t ooms;                             /* oom events */
+  uint64_t unmatched_frees;                  /* frees of blocks allocated before recording began */
+  bool partial;                              /* memory was live at the start (history ring buffer wrapped,
+                                                or recording began mid-run) */
+} grt_trace_recorded;
+
+GRT_API GRT_MUST_CHECK grt_status grt_trace_recorded_figures(const grt_trace *trace, grt_trace_recorded *out);
+
 /* Reads a whole trace file. cfg may be NULL (defaults); err may be NULL.
  * On failure *out is NULL, nothing leaks, and err says where and why:
  * GRT_ERR_IO (cannot open/read), GRT_ERR_PARSE (malformed), GRT_ERR_NOMEM,

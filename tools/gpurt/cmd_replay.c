@@ -28,6 +28,9 @@ static void usage(FILE *f) {
           "  --placement M     auto | first-fit | recorded (recorded segment addresses; auto: recorded\n"
           "                    for the caching policy on PyTorch traces, unless --capacity is given)\n"
           "  --no-releases     ignore recorded release moments (segment_free runs, oom)\n"
+          "  --from-empty      PyTorch snapshots: start from an empty allocator (default: the state\n"
+          "                    rebuilt for the moment recording began, so peaks count memory that was\n"
+          "                    in use before it)\n"
           "  --device N        PyTorch snapshots: which device's trace (default 0; --fidelity: every\n"
           "                    device the snapshot traced)\n"
           "  --search / --no-search\n"
@@ -53,9 +56,32 @@ static void print_bytes_row(const char *label, uint64_t v) {
   printf("  %-30s %s\n", label, grt_format_bytes(v, b, sizeof b));
 }
 
+/* The recorded run's own figures beside the model's, and what makes the trace partial. */
+static void print_recorded(const cli_run *run) {
+  const grt_trace_recorded *x = &run->rec;
+  char b1[32], b2[32], b3[32];
+  printf("\n  recorded run (from the snapshot itself)\n");
+  printf("  %-30s %s / %s / %s\n", "reserved start / peak / end", grt_format_bytes(x->reserved_start, b1, sizeof b1),
+         grt_format_bytes(x->reserved_peak, b2, sizeof b2), grt_format_bytes(x->reserved_end, b3, sizeof b3));
+  printf("  %-30s %s / %s / %s\n", "requested start / peak / end", grt_format_bytes(x->requested_start, b1, sizeof b1),
+         grt_format_bytes(x->requested_peak, b2, sizeof b2), grt_format_bytes(x->requested_end, b3, sizeof b3));
+  print_bytes_row("allocated at the end", x->allocated_end);
+  printf("  %-30s %" PRIu64 " / %" PRIu64 "\n", "device mallocs / frees seen", x->device_mallocs, x->device_frees);
+  if (x->ooms) printf("  %-30s %" PRIu64 "\n", "OOMs recorded", x->ooms);
+  if (x->partial) {
+    printf("  warning: the trace is partial: %s was live when recording began", grt_format_bytes(x->requested_start, b1, sizeof b1));
+    if (x->unmatched_frees) printf(" (it frees %" PRIu64 " block%s allocated before it)", x->unmatched_frees, x->unmatched_frees == 1 ? "" : "s");
+    printf(";\n  the history ring buffer (max_entries) wrapped, or recording started mid-run%s\n",
+           run->rebuilt ? "" : "; this replay starts empty (--from-empty)");
+  }
+}
+
 void cli_print_summary(const cli_run *run) {
   const grt_replay_summary *s = &run->sum;
   char b1[32], b2[32];
+  if (run->have_recorded)
+    printf("  model starts from %s\n", run->rebuilt ? "the state rebuilt for the moment recording began"
+                                                    : "an empty allocator");
   printf("  %-30s %" PRIu64 "  (%" PRIu64 " allocs, %" PRIu64 " frees", "events", s->events, s->allocs, s->frees);
   if (s->unmatched_frees) printf(", %" PRIu64 " frees of allocations made before the trace", s->unmatched_frees);
   printf(")\n");
@@ -86,6 +112,8 @@ void cli_print_summary(const cli_run *run) {
            grt_format_bytes(run->min_capacity, b1, sizeof b1), run->heap_ratio);
   else if (run->search_failed)
     printf("  %-30s not found (%s)\n", "smallest capacity, zero OOMs", run->search_note);
+  if (run->min_capacity || run->search_failed) printf("  %-30s (first fit, from an empty allocator)\n", "");
+  if (run->have_recorded) print_recorded(run);
 }
 
 static void print_csv(const cli_run *run) {
@@ -149,7 +177,7 @@ typedef struct replay_args {
 
 enum {
   RP_POLICY = 256, RP_CAPACITY, RP_CONF, RP_PLACEMENT, RP_NO_RELEASES, RP_DEVICE, RP_SEARCH, RP_NO_SEARCH,
-  RP_CSV, RP_JSON, RP_HTML, RP_FIDELITY, RP_SERVE, RP_RATE, RP_WAIT_SCRAPE, RP_LINGER
+  RP_CSV, RP_JSON, RP_HTML, RP_FIDELITY, RP_SERVE, RP_RATE, RP_WAIT_SCRAPE, RP_LINGER, RP_FROM_EMPTY
 };
 
 static const struct option replay_options[] = {
@@ -159,6 +187,7 @@ static const struct option replay_options[] = {
     {"placement", required_argument, NULL, RP_PLACEMENT},
     {"no-releases", no_argument, NULL, RP_NO_RELEASES},
     {"device", required_argument, NULL, RP_DEVICE},
+    {"from-empty", no_argument, NULL, RP_FROM_EMPTY},
     {"search", no_argument, NULL, RP_SEARCH},
     {"no-search", no_argument, NULL, RP_NO_SEARCH},
     {"csv", no_argument, NULL, RP_CSV},
@@ -189,6 +218,7 @@ static bool replay_option(const cli_opts *p, int c, replay_args *a) {
     a->o.placement = placement_of[i];
     return true;
   case RP_NO_RELEASES: a->o.honor_releases = false; return true;
+  case RP_FROM_EMPTY: a->o.from_empty = true; return true;
   case RP_DEVICE: a->device_set = true; return cli_opt_device(p, &a->o.device);
   case RP_SEARCH: a->search = true; return true;
   case RP_NO_SEARCH: a->no_search = true; return true;
@@ -215,6 +245,7 @@ static const char *fidelity_conflict(const replay_args *a) {
   if (a->o.placement == GRT_REPLAY_PLACE_FIRST_FIT) return "--placement first-fit (it hands out the recorded addresses)";
   if (a->o.capacity) return "--capacity (the device covers the recorded addresses)";
   if (a->o.conf) return "--conf (it replays the snapshot's own settings)";
+  if (a->o.from_empty) return "--from-empty (it starts from the snapshot's own start)";
   if (!a->o.honor_releases) return "--no-releases (it replays the recorded releases)";
   if (a->search) return "--search";
   if (a->csv) return "--csv";

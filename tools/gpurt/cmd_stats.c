@@ -89,12 +89,8 @@ static int stats_loaded(const grt_trace *t, const char *path, const cli_run_opts
   c.on_step = cli_progress_step;
   c.step_ctx = &prog;
   grt_replay *r;
-  st = grt_replay_open(t, &c, &r);
-  if (st) {
-    fprintf(stderr, "gpurt stats: cannot replay %s with policy '%s': %s\n", cli_basename(path), o->policy,
-            st == GRT_ERR_NOT_FOUND ? "no such policy" : grt_status_str(st));
-    return 1;
-  }
+  bool rebuilt;
+  if (cli_run_open(t, path, o, &c, &r, &rebuilt)) return 1;
   st = grt_replay_run(r);
   cli_progress_done(&prog);
   int rc = 0;

@@ -78,9 +78,28 @@ static void second_pass(const grt_trace *t, const grt_replay_config *base, cli_r
   c.step_ctx = &sc;
   grt_replay *r;
   if (cli_keep(f, "grt_replay_open (snapshot pass)", grt_replay_open(t, &c, &r))) return;
-  if (cli_keep(f, "grt_replay_run (snapshot pass)", grt_replay_run(r)))
+  if (run->rebuilt && cli_keep(f, "grt_replay_rebuild_start (snapshot pass)", grt_replay_rebuild_start(r)))
+    snprintf(f->msg, sizeof f->msg, "%s", grt_replay_last_error(r));
+  else if (cli_keep(f, "grt_replay_run (snapshot pass)", grt_replay_run(r)))
     snprintf(f->msg, sizeof f->msg, "%s", grt_replay_last_error(r));
   cli_keep(f, "grt_replay_destroy", grt_replay_destroy(r));
+}
+
+int cli_run_open(const grt_trace *t, const char *path, const cli_run_opts *o, const grt_replay_config *c,
+                 grt_replay **out, bool *rebuilt) {
+  grt_trace_info info;
+  grt_status st = grt_trace_get_info(t, &info);
+  if (!st) st = grt_replay_open(t, c, out);
+  if (st) return report_open(o, path, st);
+  /* the caching policy on the recorded addresses can start where the snapshot starts */
+  *rebuilt = info.format == GRT_TRACE_FORMAT_PYTORCH && !o->from_empty && !strcmp(o->policy, "caching") &&
+             c->placement != GRT_REPLAY_PLACE_FIRST_FIT;
+  if (!*rebuilt || !(st = grt_replay_rebuild_start(*out))) return 0;
+  report_error(o, path, *out, st);
+  grt_status dst = grt_replay_destroy(*out);
+  *out = NULL;
+  if (dst) cli_fail_status(o->cmd, "grt_replay_destroy", dst, NULL); /* reported as well */
+  return 1;
 }
 
 int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, cli_run *run) {
@@ -101,9 +120,9 @@ int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, 
   c.on_step = cli_progress_step;
   c.step_ctx = &prog;
   grt_replay *r;
-  grt_status st = grt_replay_open(t, &c, &r);
-  if (st) return report_open(o, path, st);
-  st = grt_replay_run(r);
+  if (cli_run_open(t, path, o, &c, &r, &run->rebuilt)) return 1;
+  if (info.format == GRT_TRACE_FORMAT_PYTORCH) run->have_recorded = grt_trace_recorded_figures(t, &run->rec) == GRT_OK;
+  grt_status st = grt_replay_run(r);
   cli_progress_done(&prog);
   if (cli_keep(&f, "grt_replay_run", st)) report_error(o, path, r, st); /* now: its message goes with r */
   if (!f.st) cli_keep(&f, "grt_replay_get_summary", grt_replay_get_summary(r, &run->sum));

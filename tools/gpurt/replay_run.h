@@ -17,6 +17,7 @@ typedef struct cli_run_opts {
   bool series;                /* keep the per-step series */
   int search;                 /* -1 auto (traces under 2M events), 0 off, 1 on */
   bool snapshots;             /* segment maps at the peak and at the first OOM (a second pass) */
+  bool from_empty;            /* PyTorch snapshots: start from an empty allocator, not the rebuilt start */
 } cli_run_opts;
 
 typedef struct cli_run {
@@ -34,6 +35,9 @@ typedef struct cli_run {
   bool search_failed;
   char search_note[128];
   grt_alloc_snapshot *at_peak, *at_oom; /* owned, may be NULL */
+  bool rebuilt;               /* started from the snapshot's rebuilt start state */
+  bool have_recorded;         /* rec holds the recorded run's own figures (PyTorch snapshots) */
+  grt_trace_recorded rec;
   uint64_t peak_event, oom_event;
 } cli_run;
 
@@ -42,6 +46,12 @@ void cli_run_opts_default(cli_run_opts *o);
 void cli_run_config(const cli_run_opts *o, grt_replay_config *c);
 /* Loads (or streams) and replays path; prints errors; 0 on success. */
 int cli_run_trace(const char *path, const cli_run_opts *o, cli_run *run);
+/* Opens a replay of t with c and, for a PyTorch snapshot replayed by the
+ * caching policy on the recorded addresses (and not o->from_empty), rebuilds
+ * the state at the moment recording began (*rebuilt says whether). Prints
+ * failures; 0 on success. */
+int cli_run_open(const grt_trace *t, const char *path, const cli_run_opts *o, const grt_replay_config *c,
+                 grt_replay **out, bool *rebuilt);
 /* Replays an already loaded trace. */
 int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, cli_run *run);
 void cli_run_free(cli_run *run);

@@ -75,12 +75,8 @@ static int serve_loaded(const grt_trace *t, const char *path, const cli_run_opts
   cli_run_config(o, &c);
   c.record_series = false;
   grt_replay *r;
-  st = grt_replay_open(t, &c, &r);
-  if (st) {
-    fprintf(stderr, "gpurt replay: cannot replay %s with policy '%s': %s\n", cli_basename(path), o->policy,
-            st == GRT_ERR_NOT_FOUND ? "no such policy" : grt_status_str(st));
-    return 1;
-  }
+  bool rebuilt;
+  if (cli_run_open(t, path, o, &c, &r, &rebuilt)) return 1;
   char device[16];
   snprintf(device, sizeof device, "%d", o->device);
   grt_metrics *m = NULL;

@@ -1,0 +1,69 @@
+/* recorded.c — what the recorded run itself shows, from a PyTorch snapshot's
+ * events and final segments alone: reserved and live requested bytes at the
+ * start, at their peaks and at the end, and the device calls PyTorch made.
+ * The start follows backwards from the end: every segment event and every
+ * alloc/free_completed in the trace moved the totals by its size, so what
+ * was there before the first event is the end minus those moves. */
+#include <string.h>
+
+#include "trace/trace_impl.h"
+
+/* The end's totals from the final segments. */
+static void end_totals(const grt_trace *t, grt_trace_recorded *o) {
+  for (size_t i = 0; i < t->n_segments; i++) {
+    const grt_trace_segment *s = &t->segments[i];
+    o->reserved_end += s->total_size;
+    for (size_t j = 0; j < s->n_blocks; j++) {
+      const grt_trace_block *b = &s->blocks[j];
+      if (b->state == GRT_TRACE_BLOCK_INACTIVE) continue;
+      o->allocated_end += b->size;
+      o->requested_end += b->requested_size;
+    }
+  }
+}
+
+/* The change an event makes to reserved and to live requested bytes. */
+static void moves(const grt_trace_event *e, int64_t *reserved, int64_t *requested) {
+  *reserved = *requested = 0;
+  int64_t size = e->size > INT64_MAX ? INT64_MAX : (int64_t)e->size;
+  switch ((grt_trace_kind)e->kind) {
+    case GRT_TRACE_SEGMENT_ALLOC:
+    case GRT_TRACE_SEGMENT_MAP: *reserved = size; break;
+    case GRT_TRACE_SEGMENT_FREE:
+    case GRT_TRACE_SEGMENT_UNMAP: *reserved = -size; break;
+    case GRT_TRACE_ALLOC: *requested = size; break;
+    case GRT_TRACE_FREE_COMPLETED: *requested = -size; break;
+    default: break;
+  }
+}
+
+static uint64_t clamp(int64_t v) { return v < 0 ? 0 : (uint64_t)v; }
+
+grt_status grt_trace_recorded_figures(const grt_trace *t, grt_trace_recorded *out) {
+  if (!t || !out) return GRT_ERR_INVALID_ARG;
+  memset(out, 0, sizeof *out);
+  end_totals(t, out);
+  int64_t net_reserved = 0, net_requested = 0, dr, dq;
+  for (size_t i = 0; i < t->n_events; i++) {
+    const grt_trace_event *e = &t->events[i];
+    moves(e, &dr, &dq);
+    net_reserved += dr;
+    net_requested += dq;
+    out->device_mallocs += e->kind == GRT_TRACE_SEGMENT_ALLOC || e->kind == GRT_TRACE_SEGMENT_MAP;
+    out->device_frees += e->kind == GRT_TRACE_SEGMENT_FREE || e->kind == GRT_TRACE_SEGMENT_UNMAP;
+    out->ooms += e->kind == GRT_TRACE_OOM;
+    out->unmatched_frees += e->kind == GRT_TRACE_FREE_COMPLETED && (e->flags & GRT_TRACE_F_UNMATCHED);
+  }
+  int64_t reserved = (int64_t)out->reserved_end - net_reserved, requested = (int64_t)out->requested_end - net_requested;
+  out->reserved_start = out->reserved_peak = clamp(reserved);
+  out->requested_start = out->requested_peak = clamp(requested);
+  for (size_t i = 0; i < t->n_events; i++) {
+    moves(&t->events[i], &dr, &dq);
+    reserved += dr;
+    requested += dq;
+    if (clamp(reserved) > out->reserved_peak) out->reserved_peak = clamp(reserved), out->reserved_peak_event = i;
+    if (clamp(requested) > out->requested_peak) out->requested_peak = clamp(requested), out->requested_peak_event = i;
+  }
+  out->partial = out->requested_start > 0 || out->unmatched_frees > 0;
+  return GRT_OK;
+}
