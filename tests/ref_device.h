@@ -7,7 +7,8 @@
  * linear scan. Rules, from the public header:
  *   - malloc: size 0 or above the capacity is GRT_ERR_SIZE (before anything
  *     else); the size rounds up to the alignment; a pending placement hint is
- *     used once if its range is free; else the lowest free interval that fits;
+ *     used if its range is free; else the lowest free interval that fits; a
+ *     successful malloc ends the hint, a refused one keeps it;
  *   - an armed fault (inject n) counts down on each malloc, malloc_at and map
  *     that passes validation, and fails the nth;
  *   - free: the start of a live segment; an address freed and not handed out
@@ -173,7 +174,6 @@ static grt_status ref_dev_malloc(ref_device *d, uint64_t size, grt_devptr *out) 
   if (size == 0 || size > d->cfg.capacity) return GRT_ERR_SIZE;
   size = ref_align(d, size);
   grt_devptr hint = d->hint;
-  d->hint = 0;
   grt_status st = GRT_OK;
   if (ref_fault(d))
     st = GRT_ERR_FAULT_INJECTED;
@@ -182,6 +182,7 @@ static grt_status ref_dev_malloc(ref_device *d, uint64_t size, grt_devptr *out) 
   else if (!ref_first_fit(d, size, REF_SEGMENT, out))
     st = GRT_ERR_OOM;
   if (st == GRT_OK) {
+    d->hint = 0;
     d->st.malloc_calls++;
     ref_note_peak(d);
   } else {

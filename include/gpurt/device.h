@@ -112,8 +112,9 @@ GRT_API GRT_MUST_CHECK grt_status grt_device_malloc(grt_device *dev, uint64_t si
  * segments). GRT_ERR_OOM when [addr, addr+size) is not wholly free. */
 GRT_API GRT_MUST_CHECK grt_status grt_device_malloc_at(grt_device *dev, grt_devptr addr, uint64_t size);
 
-/* Placement hint for the next malloc only: try exactly addr first, fall back
- * to first fit when that range is not free. Replay devices use it to hand out
+/* Placement hint for the next successful malloc only (a refused malloc keeps
+ * it): try exactly addr first, fall back to first fit when that range is not
+ * free. Replay devices use it to hand out
  * recorded segment addresses. 0 clears the hint. */
 GRT_API GRT_MUST_CHECK grt_status grt_device_set_next_address(grt_device *dev, grt_devptr addr);
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "alloc/caching.h"
+#include "alloc/probe.h"
 
 /* ---- block structs ---- */
 
@@ -493,3 +494,18 @@ const grt__alloc_ops grt__caching_ops = {
     .import_block = grt__caching_import_block,
     .pools = &grt__caching_pool_ops,
 };
+
+grt_status grt__alloc_cache_would_serve(grt_allocator *a, uint64_t size, grt_stream_id stream, bool *out) {
+  if (!a || !out || !size) return GRT_ERR_INVALID_ARG;
+  if (a->ops != &grt__caching_ops) return GRT_ERR_UNSUPPORTED;
+  pthread_mutex_lock(&a->lock);
+  caching *c = a->impl;
+  params p = {.requested = size, .size = grt_alloc_round_size(&a->cfg, size), .stream = stream};
+  p.pool = grt__caching_pick_pool(c, p.size, stream);
+  p.alloc_size = grt_alloc_segment_size(p.size);
+  grt__bin_entry e;
+  *out = find_free_block(a, &p, &e) != NULL ||
+         (a->cfg.cross_stream == GRT_CROSS_STREAM_WITH_EVENT && find_cross_stream_block(a, &p, &e) != NULL);
+  pthread_mutex_unlock(&a->lock);
+  return GRT_OK;
+}

@@ -151,7 +151,6 @@ grt_status grt_device_malloc(grt_device *dev, uint64_t size, grt_devptr *out) {
   size = align_up(size, dev->alignment);
   pthread_mutex_lock(&dev->lock);
   grt_devptr hint = dev->next_addr;
-  dev->next_addr = 0;
   grt_status st;
   if (fault_fires(dev))
     st = GRT_ERR_FAULT_INJECTED;
@@ -161,6 +160,7 @@ grt_status grt_device_malloc(grt_device *dev, uint64_t size, grt_devptr *out) {
     st = GRT_OK, *out = hint;
   else
     st = dev->ops->malloc(dev->impl, size, out);
+  if (st == GRT_OK) dev->next_addr = 0; /* a refused malloc changes nothing, its hint included */
   count_alloc(dev, st, &dev->malloc_calls);
   pthread_mutex_unlock(&dev->lock);
   return st;

@@ -112,20 +112,47 @@ static uint64_t decisions_before(const fid *f, uint64_t index) {
   return i;
 }
 
+/* The start of the run of segment frees/unmaps that ends at index. */
+static uint64_t release_before(const fid *f, uint64_t index) {
+  uint64_t i = index;
+  while (i > 0) {
+    uint8_t k = f->info->events[i - 1].kind;
+    if (k != GRT_TRACE_SEGMENT_FREE && k != GRT_TRACE_SEGMENT_UNMAP) break;
+    i--;
+  }
+  return i;
+}
+
+/* An alloc whose recorded segment events follow a release run made that
+ * release itself (its retry path): the bytes it released must be the run's. */
+static bool score_retry_release(fid *f, const grt_replay *r, uint64_t from) {
+  grt_fidelity_report *rep = f->rep;
+  uint64_t run = release_before(f, from);
+  if (run == from || !r->alloc_was_retry) return !f->removed.n;
+  recorded_ranges(f, run, from);
+  bool same = grt__ranges_equal(&f->want, &f->removed);
+  rep->releases++;
+  rep->releases_matching += same;
+  if (!same) note_once(rep->release_note, sizeof rep->release_note, "release", run, &f->want, &f->removed);
+  return true;
+}
+
 static void score_decisions(fid *f, grt_replay *r, uint64_t index) {
   grt_fidelity_report *rep = f->rep;
   uint64_t from = decisions_before(f, index);
   update(f, r);
   uint64_t n = index - from;
   if (!n && !f->added.n && !f->removed.n) return;
+  bool releases_scored = n && score_retry_release(f, r, from);
   recorded_ranges(f, from, index);
   rep->segment_decisions += n ? n : 1;
-  if (n && !f->removed.n && grt__ranges_equal(&f->want, &f->added)) {
+  if (n && releases_scored && grt__ranges_equal(&f->want, &f->added)) {
     rep->segment_decisions_agree += n;
     return;
   }
-  note_once(rep->decision_note, sizeof rep->decision_note, f->removed.n ? "device ranges released by an alloc" : "alloc",
-            index, &f->want, f->removed.n ? &f->removed : &f->added);
+  bool released = f->removed.n && !releases_scored;
+  note_once(rep->decision_note, sizeof rep->decision_note, released ? "device ranges released by an alloc" : "alloc",
+            index, &f->want, released ? &f->removed : &f->added);
 }
 
 static void score_placement(fid *f, grt_replay *r, const grt_trace_event *ev, uint64_t index, grt_devptr got,

@@ -264,7 +264,13 @@ static grt_status do_alloc(grt_replay *r, const grt_trace_event *ev, grt_stream_
   grt_status st = live_reserve(r, ev->id); /* first, so that running out of host memory changes nothing */
   if (!st && r->n_xlate) st = grt__replay_xlate_reserve(r);
   if (st) return st;
-  st = ev->size ? grt_alloc_malloc(r->alloc, ev->size, stream, &p) : GRT_ERR_SIZE;
+  r->alloc_was_retry = r->retry_pending && ev->size;
+  if (!ev->size)
+    st = GRT_ERR_SIZE;
+  else if (r->retry_pending)
+    st = grt__replay_retry_malloc(r, ev->size, stream, &p);
+  else
+    st = grt_alloc_malloc(r->alloc, ev->size, stream, &p);
   if (st == GRT_ERR_NOMEM) { /* nothing changed but the device's hint, which the device may have used up */
     grt__replay_set_error(r, "alloc of %llu bytes: %s", (unsigned long long)ev->size, grt_alloc_last_error(r->alloc));
     grt_status hint_st = grt_device_set_next_address(r->dev, r->hint);
@@ -346,6 +352,8 @@ static grt_status apply_kind(grt_replay *r, const grt_trace_event *ev, grt_strea
   }
   bool release_kind = k == GRT_TRACE_SEGMENT_FREE || k == GRT_TRACE_SEGMENT_UNMAP || k == GRT_TRACE_OOM;
   if (!release_kind) r->in_release_run = false;
+  if (k != GRT_TRACE_ALLOC && k != GRT_TRACE_SEGMENT_ALLOC && k != GRT_TRACE_SEGMENT_MAP && !release_kind)
+    r->retry_pending = false; /* not the retry after all: another event came between */
   switch (k) {
     case GRT_TRACE_ALLOC: return do_alloc(r, ev, stream);
     case GRT_TRACE_FREE_COMPLETED: return do_free(r, ev);
@@ -371,9 +379,9 @@ static grt_status apply_kind(grt_replay *r, const grt_trace_event *ev, grt_strea
 
 /* An event whose application fails leaves the release run as it was. */
 static grt_status apply(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream) {
-  bool in_run = r->in_release_run, oom_replayed = r->oom_replayed;
+  bool in_run = r->in_release_run, oom_replayed = r->oom_replayed, retry = r->retry_pending;
   grt_status st = apply_kind(r, ev, stream);
-  if (st) r->in_release_run = in_run, r->oom_replayed = oom_replayed;
+  if (st) r->in_release_run = in_run, r->oom_replayed = oom_replayed, r->retry_pending = retry;
   return st;
 }
 

@@ -9,13 +9,15 @@
  * mapped if that event unmaps it, unmapped if it maps it; a page no event
  * touches was at the start what it is at the end.
  *
- * Each recorded range belongs to a reservation: final segments name their
- * stream and pool; an event names its stream, and its pool by its size (a
- * range that is not a whole number of 20 MiB pages is small) or, when the
- * size fits both, by the nearest reservation below it on its stream. The
- * reservation's recorded base is taken to be the lowest address recorded in
- * it (mapping always takes the lowest free pages, and a reservation's first
- * map is at its base).
+ * Pages are known by their address. Final segments name their stream and
+ * pool; an event names its stream, and its pool by its pages (a map of whole
+ * 20 MiB pages is large; an unmap is in the pool its pages were mapped in).
+ * One reservation per (stream, pool) exists at a time; the one live at the
+ * start has its recorded base taken to be its lowest page mapped then
+ * (mapping always takes the lowest free pages), or, with nothing mapped at
+ * the start, the first map recorded (a reservation's first map is at its
+ * base). Reservations PyTorch released and made again during the trace are
+ * followed as the replay goes (grt__replay_follow).
  *
  * The simulated device picks its own reservation addresses, so each recorded
  * reservation gets a translation: the replay keeps every offset inside it,
@@ -32,13 +34,15 @@
 typedef struct group {
   grt_stream_id stream;
   bool is_large;
-  grt_devptr lo;      /* lowest recorded address: the reservation's base */
-  grt__u64map pages;  /* page index -> 1 mapped / 2 unmapped at the start (first touch) */
+  grt_devptr lo;        /* the start reservation's recorded base (0: not known yet) */
+  grt_devptr first_map; /* the first map recorded for this (stream, pool), 0 if none */
+  grt__u64map pages;    /* page address -> 1 mapped / 2 unmapped at the start (first touch) */
 } group;
 
 typedef struct groups {
   group *g;
   size_t n, cap;
+  grt__u64map mapped; /* page address -> pool + 1, for pages the trace mapped and has not unmapped */
 } groups;
 
 static uint64_t page_of(bool is_large) { return is_large ? GRT_LARGE_BUFFER : GRT_SMALL_BUFFER; }
@@ -49,86 +53,63 @@ static uint64_t reservation_size(const grt_replay *r, bool is_large) {
   return (want + page - 1) / page * page;
 }
 
-static group *find_group(groups *gs, grt_stream_id stream, bool is_large) {
+/* The (stream, pool) group, made when new; NULL when host memory ran out. */
+static group *group_for(groups *gs, grt_stream_id stream, bool is_large) {
   for (size_t i = 0; i < gs->n; i++)
     if (gs->g[i].stream == stream && gs->g[i].is_large == is_large) return &gs->g[i];
-  return NULL;
-}
-
-static grt_status add_group(groups *gs, grt_stream_id stream, bool is_large, grt_devptr addr) {
-  group *g = find_group(gs, stream, is_large);
-  if (g) {
-    if (addr < g->lo) g->lo = addr;
-    return GRT_OK;
-  }
   if (gs->n == gs->cap) {
     size_t cap = gs->cap ? gs->cap * 2 : 4;
     group *p = realloc(gs->g, cap * sizeof *p);
-    if (!p) return GRT_ERR_NOMEM;
+    if (!p) return NULL;
     gs->g = p;
     gs->cap = cap;
   }
-  g = &gs->g[gs->n++];
-  *g = (group){.stream = stream, .is_large = is_large, .lo = addr};
+  group *g = &gs->g[gs->n++];
+  *g = (group){.stream = stream, .is_large = is_large};
   grt__u64map_init(&g->pages);
-  return GRT_OK;
+  return g;
 }
 
 static bool is_map_event(const grt_trace_event *e) {
   return (e->kind == GRT_TRACE_SEGMENT_MAP || e->kind == GRT_TRACE_SEGMENT_UNMAP) && (e->flags & GRT_TRACE_F_ADDR);
 }
 
-/* The pool of an event's range when its size alone says it: small unless a
- * whole number of large pages. */
-static bool size_says_small(uint64_t size) { return size % GRT_LARGE_BUFFER != 0; }
-
-/* The group of a recorded event range (groups already hold every base). */
-static group *group_of_event(groups *gs, const grt_trace_event *e, grt_stream_id stream) {
-  if (size_says_small(e->size)) return find_group(gs, stream, false);
-  group *best = NULL;
-  for (size_t i = 0; i < gs->n; i++) {
-    group *g = &gs->g[i];
-    if (g->stream == stream && g->lo <= e->addr && (!best || g->lo > best->lo)) best = g;
-  }
-  return best ? best : find_group(gs, stream, true);
+/* An event's pool: a map of whole large pages is large (a small request maps
+ * one or two 2 MiB pages); an unmap takes the pool its first page was mapped
+ * in, or, for pages mapped before recording began, its size's. */
+static bool event_is_large(const groups *gs, const grt_trace_event *e) {
+  void *v = grt__u64map_get(&gs->mapped, e->addr);
+  if (e->kind == GRT_TRACE_SEGMENT_UNMAP && v) return (uintptr_t)v == 2;
+  return e->size % GRT_LARGE_BUFFER == 0;
 }
 
-/* Every reservation the trace shows, with its lowest recorded address. */
-static grt_status collect_groups(const grt_trace_info *in, groups *gs) {
-  grt_status st = GRT_OK;
-  for (size_t i = 0; i < in->n_segments && !st; i++) {
-    const grt_trace_segment *s = &in->segments[i];
-    if (s->is_expandable) st = add_group(gs, s->stream, s->is_large, s->addr);
-  }
-  /* events whose size names the pool first, then the rest by position */
-  for (int pass = 0; pass < 2 && !st; pass++)
-    for (size_t i = 0; i < in->n_events && !st; i++) {
-      const grt_trace_event *e = &in->events[i];
-      if (!is_map_event(e)) continue;
-      grt_stream_id stream = in->streams[e->stream];
-      bool small = size_says_small(e->size);
-      if (pass == 0 && small) st = add_group(gs, stream, false, e->addr);
-      if (pass == 1 && !small) {
-        group *g = group_of_event(gs, e, stream);
-        st = add_group(gs, stream, g ? g->is_large : true, e->addr);
-      }
-    }
-  return st;
-}
-
-/* Records each page's state at the start from the first event touching it. */
-static grt_status first_touches(const grt_trace_info *in, groups *gs) {
-  for (size_t i = 0; i < in->n_events; i++) {
-    const grt_trace_event *e = &in->events[i];
-    if (!is_map_event(e)) continue;
-    group *g = group_of_event(gs, e, in->streams[e->stream]);
-    uint64_t page = page_of(g->is_large);
-    uint64_t first = (e->addr - g->lo) / page, end = (e->addr - g->lo + e->size + page - 1) / page;
-    void *state = (void *)(uintptr_t)(e->kind == GRT_TRACE_SEGMENT_UNMAP ? 1 : 2);
-    for (uint64_t p = first; p < end; p++)
-      if (!grt__u64map_get(&g->pages, p) && !grt__u64map_put(&g->pages, p, state)) return GRT_ERR_NOMEM;
+/* Notes a range's pages: their first touch, and which pool the trace mapped them in. */
+static grt_status touch(groups *gs, group *g, const grt_trace_event *e) {
+  uint64_t page = page_of(g->is_large);
+  bool unmap = e->kind == GRT_TRACE_SEGMENT_UNMAP;
+  if (!unmap && !g->first_map) g->first_map = e->addr;
+  for (uint64_t off = 0; off < e->size; off += page) {
+    grt_devptr p = e->addr + off;
+    if (!grt__u64map_get(&g->pages, p) && !grt__u64map_put(&g->pages, p, (void *)(uintptr_t)(unmap ? 1 : 2)))
+      return GRT_ERR_NOMEM;
+    if (unmap)
+      grt__u64map_del(&gs->mapped, p);
+    else if (!grt__u64map_put(&gs->mapped, p, (void *)(uintptr_t)(g->is_large ? 2 : 1)))
+      return GRT_ERR_NOMEM;
   }
   return GRT_OK;
+}
+
+/* Every page's state at the start from the first event touching it. */
+static grt_status first_touches(const grt_trace_info *in, groups *gs) {
+  grt_status st = GRT_OK;
+  for (size_t i = 0; i < in->n_events && !st; i++) {
+    const grt_trace_event *e = &in->events[i];
+    if (!is_map_event(e)) continue;
+    group *g = group_for(gs, in->streams[e->stream], event_is_large(gs, e));
+    st = g ? touch(gs, g, e) : GRT_ERR_NOMEM;
+  }
+  return st;
 }
 
 /* Pages of the final mapped ranges that no event touched were mapped all along. */
@@ -136,11 +117,12 @@ static grt_status untouched_final(const grt_trace_info *in, groups *gs) {
   for (size_t i = 0; i < in->n_segments; i++) {
     const grt_trace_segment *s = &in->segments[i];
     if (!s->is_expandable) continue;
-    group *g = find_group(gs, s->stream, s->is_large);
-    uint64_t page = page_of(g->is_large);
-    uint64_t first = (s->addr - g->lo) / page, end = (s->addr - g->lo + s->total_size + page - 1) / page;
-    for (uint64_t p = first; p < end; p++)
+    group *g = group_for(gs, s->stream, s->is_large);
+    if (!g) return GRT_ERR_NOMEM;
+    for (uint64_t off = 0; off < s->total_size; off += page_of(g->is_large)) {
+      grt_devptr p = s->addr + off;
       if (!grt__u64map_get(&g->pages, p) && !grt__u64map_put(&g->pages, p, (void *)1)) return GRT_ERR_NOMEM;
+    }
   }
   return GRT_OK;
 }
@@ -150,28 +132,26 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static grt_status push_run(grt__replay_ranges *out, const group *g, uint64_t first, uint64_t n) {
-  uint64_t page = page_of(g->is_large);
-  grt__replay_range v = {g->lo + first * page, n * page, g->stream, g->is_large};
-  return grt__replay_ranges_push(out, &v) ? GRT_OK : GRT_ERR_NOMEM;
-}
-
-/* The runs of pages mapped at the start, in recorded coordinates. */
-static grt_status start_runs(const group *g, grt__replay_ranges *out) {
+/* The runs of pages mapped at the start, in recorded coordinates; the
+ * group's base is its lowest such page, or its first map (a reservation's
+ * first map is at its base). */
+static grt_status start_runs(group *g, grt__replay_ranges *out) {
   uint64_t *mapped = malloc((g->pages.count + 1) * sizeof *mapped);
   if (!mapped) return GRT_ERR_NOMEM;
   size_t n = 0;
   grt__u64map_iter it = grt__u64map_begin(&g->pages);
-  uint64_t p;
+  uint64_t p, page = page_of(g->is_large);
   void *v;
   while (grt__u64map_next(&g->pages, &it, &p, &v))
     if ((uintptr_t)v == 1) mapped[n++] = p;
   qsort(mapped, n, sizeof *mapped, cmp_u64);
+  g->lo = n ? mapped[0] : g->first_map;
   grt_status st = GRT_OK;
   for (size_t i = 0; i < n && !st;) {
     size_t j = i + 1;
-    while (j < n && mapped[j] == mapped[j - 1] + 1) j++;
-    st = push_run(out, g, mapped[i], j - i);
+    while (j < n && mapped[j] == mapped[j - 1] + page) j++;
+    grt__replay_range x = {mapped[i], (j - i) * page, g->stream, g->is_large};
+    if (!grt__replay_ranges_push(out, &x)) st = GRT_ERR_NOMEM;
     i = j;
   }
   free(mapped);
@@ -211,17 +191,18 @@ static void clip_translations(grt_replay *r) {
 
 grt_status grt__replay_rebuild_expandable(grt_replay *r, grt__replay_ranges *runs) {
   groups gs = {0};
-  grt_status st = collect_groups(&r->info, &gs);
-  if (!st) st = first_touches(&r->info, &gs);
+  grt__u64map_init(&gs.mapped);
+  grt_status st = first_touches(&r->info, &gs);
   if (!st) st = untouched_final(&r->info, &gs);
   if (!st && !(r->xlate = calloc(gs.n + 1, sizeof *r->xlate))) st = GRT_ERR_NOMEM;
   if (!st) r->cap_xlate = gs.n + 1;
   for (size_t i = 0; i < gs.n && !st; i++) {
     size_t from = runs->n;
-    if (!(st = start_runs(&gs.g[i], runs))) st = import_group(r, &gs.g[i], runs, from);
+    if (!(st = start_runs(&gs.g[i], runs)) && gs.g[i].lo) st = import_group(r, &gs.g[i], runs, from);
   }
   if (!st) clip_translations(r);
   for (size_t i = 0; i < gs.n; i++) grt__u64map_free(&gs.g[i].pages);
+  grt__u64map_free(&gs.mapped);
   free(gs.g);
   return st;
 }

@@ -109,6 +109,9 @@ struct grt_replay {
   /* release runs */
   bool in_release_run;
   bool oom_replayed;         /* the run's ending oom was replayed at the run's start */
+  bool retry_pending;        /* the next alloc is the retry path of the release run just seen */
+  uint64_t retry_added;      /* the bytes the recorded retry took (its segment allocs/maps) */
+  bool alloc_was_retry;      /* the last alloc ran as its release run's retry path */
   grt_devptr hint;           /* placement hint pending until the next alloc */
   grt_devptr pending_map;    /* the first recorded segment_map since the last alloc (0: none) */
   /* counters */
@@ -168,6 +171,9 @@ grt_status grt__replay_alloc_config(const grt_replay_config *cfg, const grt_trac
 
 /* replay_release.c: a segment_free, segment_unmap or oom event. */
 grt_status grt__replay_release_event(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream);
+/* The alloc a release run was the retry path of, on a device capped so that
+ * its first try fails and a retry fits once anything is released. */
+grt_status grt__replay_retry_malloc(grt_replay *r, uint64_t size, grt_stream_id stream, grt_devptr *p);
 void grt__replay_note_oom(grt_replay *r, uint64_t size);
 
 /* replay_footprint.c: the model's device ranges in recorded coordinates

@@ -17,9 +17,19 @@
  * fails, or not. The cap is lifted afterwards: the process went on. A request
  * the model served after all is handed back at once (the program never got
  * it). Fed events one at a time (no look-ahead), the run releases as usual
- * and the oom is replayed at its own event. */
+ * and the oom is replayed at its own event.
+ *
+ * A run that segment allocs (or maps) and an alloc follow, an alloc the
+ * model's cache cannot serve, is the retry path of that alloc: cudaMalloc
+ * failed, the cache went, the retry succeeded (with a block the cache could
+ * serve, PyTorch would not have called cudaMalloc: the run was an
+ * empty_cache before the alloc). The
+ * model makes that alloc itself on a device with room for all but one byte
+ * of what the recorded retry took, so its first try fails, its own release
+ * path runs, and its retry succeeds on what that released. */
 #include <stdio.h>
 
+#include "alloc/probe.h"
 #include "base/status.h"
 #include "trace/replay_impl.h"
 
@@ -48,6 +58,44 @@ static bool run_ends_in_oom(const grt_replay *r, uint64_t *oom_index, uint64_t *
   *oom_index = i;
   *run_bytes = bytes;
   return true;
+}
+
+/* Whether the run of frees starting at pos is a malloc's retry path: segment
+ * allocs or maps follow it, then the alloc they served (cudaMalloc failed,
+ * the cache was released, the retry succeeded). *added: the bytes those
+ * segment events took. */
+static bool run_is_retry(const grt_replay *r, uint64_t *added) {
+  if (!r->trace) return false;
+  const grt_trace_event *ev = r->info.events;
+  uint64_t i = r->pos, n = r->info.n_events, bytes = 0;
+  while (i < n && is_free_kind(ev[i].kind)) i++;
+  uint64_t first = i;
+  while (i < n && (ev[i].kind == GRT_TRACE_SEGMENT_ALLOC || ev[i].kind == GRT_TRACE_SEGMENT_MAP)) bytes += ev[i++].size;
+  if (i == first || i >= n || ev[i].kind != GRT_TRACE_ALLOC) return false;
+  /* PyTorch tried its cache first: a block the model's cache holds for it
+     now means the release came before (empty_cache), not from this alloc */
+  bool cached = true;
+  if (grt__alloc_cache_would_serve(r->alloc, ev[i].size, r->info.streams[ev[i].stream], &cached) || cached)
+    return false;
+  *added = bytes;
+  return true;
+}
+
+grt_status grt__replay_retry_malloc(grt_replay *r, uint64_t size, grt_stream_id stream, grt_devptr *p) {
+  grt_device_stats ds;
+  grt_status st = grt_device_get_stats(r->dev, &ds);
+  if (st) return st;
+  uint64_t limit = ds.bytes_in_use + (r->retry_added ? r->retry_added - 1 : 0);
+  if ((st = grt_device_set_memory_limit(r->dev, limit ? limit : 1))) return st;
+  grt_status got = grt_alloc_malloc(r->alloc, size, stream, p);
+  st = grt_device_set_memory_limit(r->dev, ds.memory_limit);
+  r->retry_pending = false;
+  grt__replay_note_released(r);
+  if (st && got == GRT_OK) { /* cannot lift the cap: hand the block back, nothing changed */
+    grt__keep_first(&st, grt_alloc_free(r->alloc, *p));
+    return st;
+  }
+  return st ? st : got;
 }
 
 /* The failing request, on a device capped so that it has the recorded free
@@ -93,10 +141,16 @@ grt_status grt__replay_release_event(grt_replay *r, const grt_trace_event *ev, g
   if (r->in_release_run) return GRT_OK;
   uint64_t oom_index, run_bytes;
   grt_status st;
+  uint64_t added;
   if (run_ends_in_oom(r, &oom_index, &run_bytes)) {
     const grt_trace_event *oom = &r->info.events[oom_index];
     st = replay_oom(r, oom, r->info.streams[oom->stream], r->pos, oom_index, run_bytes);
     r->oom_replayed = st == GRT_OK;
+  } else if (run_is_retry(r, &added)) { /* the alloc the run served releases it itself */
+    r->retry_pending = true;
+    r->retry_added = added;
+    r->sum.releases++;
+    st = GRT_OK;
   } else {
     st = release_cache(r);
   }
