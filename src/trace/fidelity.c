@@ -57,8 +57,10 @@ static void update(fid *f, grt_replay *r) {
   grt_alloc_stats as;
   grt__ignore(grt_alloc_get_stats(r->alloc, &as)); /* an allocator and a buffer: it cannot fail */
   if (as.num_device_alloc == f->dev_alloc && as.num_device_free == f->dev_free) return;
-  if (grt__replay_footprint(r, f->expandable, &f->now) || grt__ranges_minus(&f->now, &f->held, &f->added) ||
-      grt__ranges_minus(&f->held, &f->now, &f->removed)) {
+  grt_status (*minus)(const grt__replay_ranges *, const grt__replay_ranges *, grt__replay_ranges *) =
+      f->expandable ? grt__ranges_minus : grt__ranges_missing;
+  if (grt__replay_footprint(r, f->expandable, &f->now) || minus(&f->now, &f->held, &f->added) ||
+      minus(&f->held, &f->now, &f->removed)) {
     f->failed = true;
     return;
   }
@@ -74,10 +76,13 @@ static void recorded_ranges(fid *f, uint64_t from, uint64_t to) {
   f->want.n = 0;
   for (uint64_t i = from; i < to; i++) {
     const grt_trace_event *e = &f->info->events[i];
-    grt__replay_range x = {e->addr, e->size, 0, false};
+    grt__replay_range x = {e->addr, e->size, f->info->streams[e->stream], false};
     if (!grt__replay_ranges_push(&f->want, &x)) f->failed = true;
   }
-  grt__ranges_normalize(&f->want);
+  if (f->expandable)
+    grt__ranges_normalize(&f->want);
+  else
+    grt__ranges_sort(&f->want);
 }
 
 static void describe_ranges(const grt__replay_ranges *l, char *buf, size_t cap) {

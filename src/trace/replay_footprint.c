@@ -1,11 +1,12 @@
 /* replay_footprint.c — what the model holds on the device, in recorded
- * coordinates, as a set of byte ranges: its segments (cudaMalloc) or, with
- * expandable segments, its mapped pages. Fidelity compares the change of this
- * set across one event with the segment events PyTorch recorded there: a
- * segment_alloc or segment_map is a range that appeared, a segment_free or
- * segment_unmap one that went. Sets are sorted, disjoint and merged (touching
- * ranges are one), so a map recorded as two calls and made by the model as
- * one compare equal: both cover the same bytes. */
+ * coordinates: its segments (cudaMalloc), or, with expandable segments, its
+ * mapped pages. Fidelity compares the change of this set across one event
+ * with the segment events PyTorch recorded there: a segment_alloc or
+ * segment_map is a range that appeared, a segment_free or segment_unmap one
+ * that went. Segments compare by identity (base, size and stream: one freed
+ * and another made at its base are two changes); mapped pages by bytes, in sets
+ * sorted, disjoint and merged, so a map recorded as two calls and made by the
+ * model as one compare equal. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,10 @@
 static int cmp_range(const void *a, const void *b) {
   const grt__replay_range *x = a, *y = b;
   return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+void grt__ranges_sort(grt__replay_ranges *l) {
+  if (l->n > 1) qsort(l->v, l->n, sizeof *l->v, cmp_range);
 }
 
 /* Sorts and merges touching or overlapping ranges, in place. */
@@ -63,25 +68,28 @@ grt_status grt__ranges_minus(const grt__replay_ranges *a, const grt__replay_rang
   return GRT_OK;
 }
 
-typedef struct walk_ctx {
-  const grt_replay *r;
-  grt__replay_ranges *out;
-  bool nomem;
-} walk_ctx;
-
-static void add_segment(void *ctx, grt_devptr address, uint64_t size) {
-  walk_ctx *w = ctx;
-  grt__replay_range x = {grt__replay_to_recorded(w->r, address), size, 0, false};
-  if (!grt__replay_ranges_push(w->out, &x)) w->nomem = true;
+grt_status grt__ranges_missing(const grt__replay_ranges *a, const grt__replay_ranges *b, grt__replay_ranges *out) {
+  out->n = 0;
+  size_t j = 0;
+  for (size_t i = 0; i < a->n; i++) {
+    while (j < b->n && b->v[j].addr < a->v[i].addr) j++;
+    bool kept = false;
+    for (size_t k = j; k < b->n && b->v[k].addr == a->v[i].addr && !kept; k++)
+      kept = b->v[k].size == a->v[i].size && b->v[k].stream == a->v[i].stream;
+    if (kept) continue;
+    if (!grt__replay_ranges_push(out, &a->v[i])) return GRT_ERR_NOMEM;
+  }
+  return GRT_OK;
 }
 
-/* Expandable: the mapped runs the allocator's snapshot lists. */
-static grt_status mapped_runs(grt_replay *r, grt__replay_ranges *out) {
+/* The allocator's snapshot lists each segment, or each mapped run of an
+ * expandable segment, with its stream. */
+static grt_status snapshot_ranges(grt_replay *r, grt__replay_ranges *out) {
   grt_alloc_snapshot *snap = NULL;
   grt_status st = grt_alloc_snapshot_take(r->alloc, &snap);
   for (size_t i = 0; !st && i < snap->n_segments; i++) {
     const grt_snapshot_segment *s = &snap->segments[i];
-    grt__replay_range x = {grt__replay_to_recorded(r, s->address), s->total_size, 0, false};
+    grt__replay_range x = {grt__replay_to_recorded(r, s->address), s->total_size, s->stream, s->is_large != 0};
     if (!grt__replay_ranges_push(out, &x)) st = GRT_ERR_NOMEM;
   }
   grt_alloc_snapshot_free(snap);
@@ -90,14 +98,8 @@ static grt_status mapped_runs(grt_replay *r, grt__replay_ranges *out) {
 
 grt_status grt__replay_footprint(grt_replay *r, bool expandable, grt__replay_ranges *out) {
   out->n = 0;
-  grt_status st;
-  if (expandable) {
-    st = mapped_runs(r, out);
-  } else {
-    walk_ctx w = {r, out, false};
-    st = grt_device_walk_segments(r->dev, add_segment, &w);
-    if (!st && w.nomem) st = GRT_ERR_NOMEM;
-  }
-  if (!st) grt__ranges_normalize(out);
+  grt_status st = snapshot_ranges(r, out);
+  if (!st && expandable) grt__ranges_normalize(out);
+  if (!st && !expandable) grt__ranges_sort(out);
   return st;
 }

@@ -176,13 +176,16 @@ grt_status grt__replay_release_event(grt_replay *r, const grt_trace_event *ev, g
 grt_status grt__replay_retry_malloc(grt_replay *r, uint64_t size, grt_stream_id stream, grt_devptr *p);
 void grt__replay_note_oom(grt_replay *r, uint64_t size);
 
-/* replay_footprint.c: the model's device ranges in recorded coordinates
- * (segments, or mapped pages with expandable segments), normalized: sorted,
- * disjoint, touching ranges merged. */
+/* replay_footprint.c: the model's device ranges in recorded coordinates:
+ * segments, sorted; or mapped pages with expandable segments, normalized
+ * (sorted, disjoint, touching ranges merged). */
 grt_status grt__replay_footprint(grt_replay *r, bool expandable, grt__replay_ranges *out);
 void grt__ranges_normalize(grt__replay_ranges *l);
 bool grt__ranges_equal(const grt__replay_ranges *a, const grt__replay_ranges *b);
 grt_status grt__ranges_minus(const grt__replay_ranges *a, const grt__replay_ranges *b, grt__replay_ranges *out);
+/* Sorted lists of segments: those of a that b lacks (same base, size and stream). */
+void grt__ranges_sort(grt__replay_ranges *l);
+grt_status grt__ranges_missing(const grt__replay_ranges *a, const grt__replay_ranges *b, grt__replay_ranges *out);
 
 /* series.c: room for one more sample in r->series. */
 grt_status grt__replay_series_room(grt_replay *r);

@@ -82,6 +82,7 @@ typedef struct start_block {
   grt_devptr addr;
   uint64_t size, requested;
   bool from_free; /* freed in the trace, never allocated: size rounded, gap rule applies */
+  size_t freed_at; /* from_free: the index of its free */
 } start_block;
 
 typedef struct start_state {
@@ -165,7 +166,7 @@ static grt_status collect_blocks(const grt_trace_info *in, const grt_alloc_confi
     bool is_free = e->kind == GRT_TRACE_FREE_COMPLETED || e->kind == GRT_TRACE_FREE_REQUESTED;
     if (!is_free || !(e->flags & GRT_TRACE_F_UNMATCHED) || grt__u64map_get(&seen_unmatched, e->id)) continue;
     if (!grt__u64map_put(&seen_unmatched, e->id, (void *)1)) st = GRT_ERR_NOMEM;
-    start_block b = {e->addr, grt_alloc_round_size(ac, e->size ? e->size : 1), e->size, true};
+    start_block b = {e->addr, grt_alloc_round_size(ac, e->size ? e->size : 1), e->size, true, i};
     if (!st && !push((void **)&s->blocks, &s->n_blocks, &s->cap_blocks, sizeof b, &b)) st = GRT_ERR_NOMEM;
   }
   for (uint64_t id = 0; id < in->n_ids && !st; id++)
@@ -177,7 +178,7 @@ static grt_status collect_blocks(const grt_trace_info *in, const grt_alloc_confi
       const grt_trace_block *k = &g->blocks[j];
       /* a block in memory mapped since recording began was allocated since */
       if (k->state == GRT_TRACE_BLOCK_INACTIVE || grt__u64map_get(&live_end, k->addr) || !seg_of(s, k->addr)) continue;
-      start_block b = {k->addr, k->size, k->requested_size <= k->size ? k->requested_size : k->size, false};
+      start_block b = {k->addr, k->size, k->requested_size <= k->size ? k->requested_size : k->size, false, 0};
       if (!push((void **)&s->blocks, &s->n_blocks, &s->cap_blocks, sizeof b, &b)) st = GRT_ERR_NOMEM;
     }
   }
@@ -187,14 +188,30 @@ static grt_status collect_blocks(const grt_trace_info *in, const grt_alloc_confi
   return st;
 }
 
-/* Large pool: a gap of at most 1 MiB after a block freed-but-never-allocated is part of it. */
-static void apply_gap_rule(start_state *s) {
+/* The lowest address in (b, end) that the trace allocates before b's free:
+ * memory past b's end then (b was live until its free). */
+static grt_devptr allocated_above(const grt_trace_info *in, const start_block *b, grt_devptr end) {
+  for (size_t i = 0; i < b->freed_at && i < in->n_events; i++) {
+    const grt_trace_event *e = &in->events[i];
+    if (e->kind == GRT_TRACE_ALLOC && (e->flags & GRT_TRACE_F_ADDR) && e->addr > b->addr && e->addr < end) end = e->addr;
+  }
+  return end;
+}
+
+/* Large pool: a block freed but never allocated in the trace is its rounded
+ * size plus whatever unsplit remainder it took. Free large space always
+ * comes in pieces above 1 MiB (a remainder of at most 1 MiB is never split
+ * off, and large blocks are larger than 1 MiB), so a gap of at most 1 MiB up
+ * to the next thing known to be there then (a live block, the segment's end,
+ * or an allocation the trace makes before the block's free) is part of it. */
+static void apply_gap_rule(const grt_trace_info *in, start_state *s) {
   for (size_t i = 0; i < s->n_blocks; i++) {
     start_block *b = &s->blocks[i];
     const grt__replay_range *g = seg_of(s, b->addr);
     if (!b->from_free || !g || !g->is_large) continue;
     uint64_t end = g->addr + g->size;
     if (i + 1 < s->n_blocks && s->blocks[i + 1].addr < end) end = s->blocks[i + 1].addr;
+    end = allocated_above(in, b, end);
     if (end > b->addr + b->size && end - (b->addr + b->size) <= GRT_SMALL_SIZE) b->size = end - b->addr;
   }
 }
@@ -217,7 +234,7 @@ grt_status grt__replay_rebuild_start(grt_replay *r) {
   memset(&s, 0, sizeof s);
   st = expandable ? expandable_segments(r, &s) : collect_segments(in, &s);
   if (!st && !(st = collect_blocks(in, &ac, &s))) {
-    if (!expandable) apply_gap_rule(&s); /* expandable blocks split whenever 512 B would remain */
+    if (!expandable) apply_gap_rule(in, &s); /* expandable blocks split whenever 512 B would remain */
     for (size_t i = 0; i < s.segs.n && !st && !expandable; i++) {
       const grt__replay_range *g = &s.segs.v[i];
       st = grt_alloc_import_segment(r->alloc, g->addr, g->size, g->stream, g->is_large);
