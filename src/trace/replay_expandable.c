@@ -13,10 +13,10 @@
  * pool; an event names its stream, and its pool by its pages (a map of whole
  * 20 MiB pages is large; an unmap is in the pool its pages were mapped in).
  * One reservation per (stream, pool) exists at a time; the one live at the
- * start has its recorded base taken to be its lowest page mapped then
- * (mapping always takes the lowest free pages), or, with nothing mapped at
- * the start, the first map recorded (a reservation's first map is at its
- * base). Reservations PyTorch released and made again during the trace are
+ * start (or, with nothing mapped then, made by the first map) has its
+ * recorded base taken to be the lowest page known to be in it: mapped at the
+ * start, or touched before it was wholly unmapped (mapping always takes the
+ * lowest free pages, and a reservation's first map is at its base). Reservations PyTorch released and made again during the trace are
  * followed as the replay goes (grt__replay_follow).
  *
  * The simulated device picks its own reservation addresses, so each recorded
@@ -37,11 +37,13 @@ typedef struct group {
   grt_devptr lo;        /* the start reservation's recorded base (0: not known yet) */
   grt_devptr first_map; /* the first map recorded for this (stream, pool), 0 if none */
   grt__u64map pages;    /* page address -> 1 mapped / 2 unmapped at the start (first touch) */
+  size_t n_start;       /* pages mapped at the start */
 } group;
 
 typedef struct groups {
   group *g;
   size_t n, cap;
+  uint32_t *of_event; /* each map/unmap event's group index */
   grt__u64map mapped; /* page address -> pool + 1, for pages the trace mapped and has not unmapped */
 } groups;
 
@@ -108,6 +110,7 @@ static grt_status first_touches(const grt_trace_info *in, groups *gs) {
     if (!is_map_event(e)) continue;
     group *g = group_for(gs, in->streams[e->stream], event_is_large(gs, e));
     st = g ? touch(gs, g, e) : GRT_ERR_NOMEM;
+    if (g) gs->of_event[i] = (uint32_t)(g - gs->g);
   }
   return st;
 }
@@ -146,6 +149,7 @@ static grt_status start_runs(group *g, grt__replay_ranges *out) {
     if ((uintptr_t)v == 1) mapped[n++] = p;
   qsort(mapped, n, sizeof *mapped, cmp_u64);
   g->lo = n ? mapped[0] : g->first_map;
+  g->n_start = n;
   grt_status st = GRT_OK;
   for (size_t i = 0; i < n && !st;) {
     size_t j = i + 1;
@@ -189,20 +193,55 @@ static void clip_translations(grt_replay *r) {
     }
 }
 
+/* The start reservation's base: the lowest page known to be in it, mapped
+ * at the start or touched by the trace before the reservation was wholly
+ * unmapped (PyTorch then releases it and maps into a new one). */
+static grt_status refine_base(const grt_trace_info *in, const groups *gs, size_t gi) {
+  group *g = &gs->g[gi];
+  grt__u64map live;
+  grt__u64map_init(&live);
+  grt_status st = GRT_OK;
+  grt__u64map_iter it = grt__u64map_begin(&g->pages);
+  uint64_t p, page = page_of(g->is_large), count = 0;
+  void *v;
+  while (!st && grt__u64map_next(&g->pages, &it, &p, &v))
+    if ((uintptr_t)v == 1) st = grt__u64map_put(&live, p, (void *)1) ? (count++, GRT_OK) : GRT_ERR_NOMEM;
+  bool begun = count > 0;
+  for (size_t i = 0; i < in->n_events && !st; i++) {
+    const grt_trace_event *e = &in->events[i];
+    if (!is_map_event(e) || gs->of_event[i] != gi) continue;
+    bool unmap = e->kind == GRT_TRACE_SEGMENT_UNMAP;
+    if (!begun && unmap) continue;
+    begun = true;
+    if (e->addr < g->lo) g->lo = e->addr;
+    for (uint64_t off = 0; off < e->size && !st; off += page) {
+      bool had = grt__u64map_get(&live, e->addr + off) != NULL;
+      if (unmap && had) grt__u64map_del(&live, e->addr + off), count--;
+      if (!unmap && !had) st = grt__u64map_put(&live, e->addr + off, (void *)1) ? (count++, GRT_OK) : GRT_ERR_NOMEM;
+    }
+    if (unmap && !count) break; /* wholly unmapped: released */
+  }
+  grt__u64map_free(&live);
+  return st;
+}
+
 grt_status grt__replay_rebuild_expandable(grt_replay *r, grt__replay_ranges *runs) {
   groups gs = {0};
   grt__u64map_init(&gs.mapped);
-  grt_status st = first_touches(&r->info, &gs);
+  grt_status st = (gs.of_event = calloc(r->info.n_events + 1, sizeof *gs.of_event)) ? GRT_OK : GRT_ERR_NOMEM;
+  if (!st) st = first_touches(&r->info, &gs);
   if (!st) st = untouched_final(&r->info, &gs);
   if (!st && !(r->xlate = calloc(gs.n + 1, sizeof *r->xlate))) st = GRT_ERR_NOMEM;
   if (!st) r->cap_xlate = gs.n + 1;
   for (size_t i = 0; i < gs.n && !st; i++) {
     size_t from = runs->n;
-    if (!(st = start_runs(&gs.g[i], runs)) && gs.g[i].lo) st = import_group(r, &gs.g[i], runs, from);
+    if (!(st = start_runs(&gs.g[i], runs)) && !(st = refine_base(&r->info, &gs, i)) && gs.g[i].lo)
+      st = import_group(r, &gs.g[i], runs, from);
   }
   if (!st) clip_translations(r);
   for (size_t i = 0; i < gs.n; i++) grt__u64map_free(&gs.g[i].pages);
   grt__u64map_free(&gs.mapped);
+  free(gs.of_event);
   free(gs.g);
   return st;
 }
