@@ -197,6 +197,42 @@ static void test_contradiction(void **state) {
                                               "the trace starts with nothing on the device");
 }
 
+/* Private pools: an allocation whose recorded address lies in a final
+ * segment of a private pool is made in that pool; a release frees only the
+ * default pool's segments. Without the pool id the model reuses the default
+ * pool's cached block instead. */
+static void test_private_pools(void **state) {
+  (void)state;
+  const char *events = "gpurt-trace 1\n"
+                       "segment_alloc - 2097152 0 - 0x10000000\n"
+                       "alloc 0 100 0 - 0x10000000\n"
+                       "free 0 100 0 - 0x10000000\n"
+                       "segment_alloc - 2097152 0 - 0x20000000\n"
+                       "alloc 1 100 0 - 0x20000000\n" /* into the pool: the default pool's block stays free */
+                       "free 1 100 0 - 0x20000000\n"
+                       "alloc 2 100 0 - 0x10000000\n"
+                       "alloc 3 100 0 - 0x20000000\n"
+                       "free 2 100 0 - 0x10000000\n"
+                       "free 3 100 0 - 0x20000000\n"
+                       "segment_free - 2097152 0 - 0x10000000\n"; /* the pool's segment stays */
+  char text[1024];
+  snprintf(text, sizeof text, "%s%%segment 0x20000000 2097152 0 small 0 1 0\n%%block 0x20000000 2097152 0 inactive\n",
+           events);
+  grt_fidelity_report rep = fidelity_of(text);
+  assert_int_equal(rep.allocs, 4);
+  assert_int_equal(rep.exact, 4);
+  assert_int_equal(rep.segment_decisions, 2);
+  assert_int_equal(rep.segment_decisions_agree, 2);
+  assert_int_equal(rep.releases, 1);
+  assert_int_equal(rep.releases_matching, 1);
+  assert_true(rep.final_layout_equal);
+  snprintf(text, sizeof text, "%s%%segment 0x20000000 2097152 0 small 0\n%%block 0x20000000 2097152 0 inactive\n",
+           events);
+  rep = fidelity_of(text);
+  assert_int_equal(rep.exact, 2); /* allocs 1 and 3 reuse the default pool's block */
+  assert_false(rep.final_layout_equal);
+}
+
 /* Final layout: one segment matching, one with a different block size, one with a different
  * block count, one of a different size, one missing. */
 static void test_final_layout(void **state) {
@@ -406,7 +442,8 @@ int main(void) {
       cmocka_unit_test(test_divergences), cmocka_unit_test(test_divergence_contexts),
       cmocka_unit_test(test_releases),
       cmocka_unit_test(test_oom_disagrees),
-      cmocka_unit_test(test_contradiction),    cmocka_unit_test(test_final_layout),
+      cmocka_unit_test(test_contradiction),
+      cmocka_unit_test(test_private_pools),    cmocka_unit_test(test_final_layout),
       cmocka_unit_test(test_failures),    cmocka_unit_test(test_start_state),
       cmocka_unit_test(test_geometry),
   };

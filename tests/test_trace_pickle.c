@@ -336,6 +336,10 @@ static void seg_bad_stream(pk *p) { kv_num(p, "address", 0x1000), kv_num(p, "tot
 static void seg_base(pk *p) { kv_num(p, "address", 0x1000), kv_num(p, "total_size", 1024); }
 static void seg_bad_type(pk *p) { seg_base(p), kv_str(p, "segment_type", "medium"); }
 static void seg_bad_blocks(pk *p) { seg_base(p), str(p, "blocks"), small(p, 1); }
+static void seg_pool_str(pk *p) { seg_base(p), kv_str(p, "segment_pool_id", "0"); }
+static void seg_pool_neg(pk *p) { seg_base(p), str(p, "segment_pool_id"), small(p, 1), neg(p, 1), op(p, 0x86); }
+static void seg_pool_one(pk *p) { seg_base(p), str(p, "segment_pool_id"), small(p, 1), op(p, 0x85); }
+static void seg_pool_ok(pk *p) { seg_base(p), str(p, "segment_pool_id"), small(p, 3), num(p, 7), op(p, 0x86); }
 static void seg_block_not_dict(pk *p) { seg_base(p), str(p, "blocks"), op(p, ']'), small(p, 1), op(p, 'a'); }
 static void block(pk *p, body_fn body) { op(p, '}'), op(p, '('), body(p), op(p, 'u'), op(p, 'a'); }
 static void blk_no_size(pk *p) { kv_str(p, "state", "inactive"); }
@@ -428,6 +432,25 @@ static void test_pickle_schema_errors(void **state) {
   expect_schema_error(p, "segments[0]: 'stream' is not a non-negative integer");
   one_segment(p, seg_bad_type);
   expect_schema_error(p, "segments[0]: 'segment_type' is not 'small' or 'large'");
+  one_segment(p, seg_pool_str);
+  expect_schema_error(p, "segments[0]: 'segment_pool_id' is not a pair of non-negative integers");
+  one_segment(p, seg_pool_neg);
+  expect_schema_error(p, "segments[0]: 'segment_pool_id' is not a pair of non-negative integers");
+  one_segment(p, seg_pool_one);
+  expect_schema_error(p, "segments[0]: 'segment_pool_id' is not a pair of non-negative integers");
+  one_segment(p, seg_pool_ok); /* a private pool's id, as a tuple */
+  {
+    grt_trace_error e;
+    grt_status s;
+    grt_trace *t = load_pk(p, 0, &s, &e);
+    assert_non_null(t);
+    grt_trace_info info;
+    assert_int_equal(grt_trace_get_info(t, &info), GRT_OK);
+    assert_int_equal(info.n_segments, 1);
+    assert_int_equal(info.segments[0].pool_id[0], 3);
+    assert_int_equal(info.segments[0].pool_id[1], 7);
+    assert_int_equal(grt_trace_destroy(t), GRT_OK);
+  }
   one_segment(p, seg_bad_blocks);
   expect_schema_error(p, "segments[0]: 'blocks' is not a list");
   one_segment(p, seg_block_not_dict);

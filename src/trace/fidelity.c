@@ -76,7 +76,7 @@ static void recorded_ranges(fid *f, uint64_t from, uint64_t to) {
   f->want.n = 0;
   for (uint64_t i = from; i < to; i++) {
     const grt_trace_event *e = &f->info->events[i];
-    grt__replay_range x = {e->addr, e->size, f->info->streams[e->stream], false};
+    grt__replay_range x = {.addr = e->addr, .size = e->size, .stream = f->info->streams[e->stream]};
     if (!grt__replay_ranges_push(&f->want, &x)) f->failed = true;
   }
   if (f->expandable)
@@ -248,6 +248,11 @@ static bool segment_equal(const grt_trace_segment *want, const grt_snapshot_segm
   if (got_addr != want->addr || got->total_size != want->total_size) {
     snprintf(why, cap, "segment 0x%" PRIx64 ": recorded %" PRIu64 " B, replay 0x%" PRIx64 " %" PRIu64 " B", want->addr,
              want->total_size, got_addr, got->total_size);
+    return false;
+  }
+  if (got->pool_id.first != want->pool_id[0] || got->pool_id.second != want->pool_id[1]) {
+    snprintf(why, cap, "segment 0x%" PRIx64 ": recorded in pool (%" PRIu64 ", %" PRIu64 "), replay in (%" PRIu64
+             ", %" PRIu64 ")", want->addr, want->pool_id[0], want->pool_id[1], got->pool_id.first, got->pool_id.second);
     return false;
   }
   if (got->n_blocks != want->n_blocks) {

@@ -133,6 +133,7 @@ static grt_status free_replay(grt_replay *r) {
   free(r->id_size);
   grt__replay_ids_free(&r->ids);
   grt__u64map_free(&r->imported);
+  free(r->pools);
   free(r->series);
   free(r->xlate);
   free(r);
@@ -195,6 +196,10 @@ grt_status grt_replay_create(const grt_replay_config *cfg, const grt_trace_info 
     return st;
   }
   r->sum.capacity = dc.capacity;
+  if (r->recorded_placement && caching && info && (st = grt__replay_pools_init(r))) {
+    grt__keep_first(&st, free_replay(r));
+    return st;
+  }
   if (info && info->n_ids && info->events) {
     r->n_ids = info->n_ids;
     r->dense = true;
@@ -250,6 +255,7 @@ void grt__replay_note_oom(grt_replay *r, uint64_t size) {
 }
 
 static grt_status do_alloc(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream) {
+  grt_pool_id pool;
   grt_devptr p, old;
   uint64_t old_size;
   live_get(r, ev->id, &old, &old_size);
@@ -269,6 +275,8 @@ static grt_status do_alloc(grt_replay *r, const grt_trace_event *ev, grt_stream_
     st = GRT_ERR_SIZE;
   else if (r->retry_pending)
     st = grt__replay_retry_malloc(r, ev->size, stream, &p);
+  else if (r->n_pools && (ev->flags & GRT_TRACE_F_ADDR) && grt__replay_pool_of(r, ev->addr, &pool))
+    st = grt__replay_pool_malloc(r, pool, ev->size, stream, &p);
   else
     st = grt_alloc_malloc(r->alloc, ev->size, stream, &p);
   if (st == GRT_ERR_NOMEM) { /* nothing changed but the device's hint, which the device may have used up */

@@ -154,7 +154,7 @@ static grt_status start_runs(group *g, grt__replay_ranges *out) {
   for (size_t i = 0; i < n && !st;) {
     size_t j = i + 1;
     while (j < n && mapped[j] == mapped[j - 1] + page) j++;
-    grt__replay_range x = {mapped[i], (j - i) * page, g->stream, g->is_large};
+    grt__replay_range x = {.addr = mapped[i], .size = (j - i) * page, .stream = g->stream, .is_large = g->is_large};
     if (!grt__replay_ranges_push(out, &x)) st = GRT_ERR_NOMEM;
     i = j;
   }

@@ -54,14 +54,14 @@ grt_status grt__ranges_minus(const grt__replay_ranges *a, const grt__replay_rang
     while (j < b->n && b->v[j].addr + b->v[j].size <= lo) j++;
     for (size_t k = j; k < b->n && b->v[k].addr < hi && lo < hi; k++) {
       if (b->v[k].addr > lo) {
-        grt__replay_range x = {lo, b->v[k].addr - lo, 0, false};
+        grt__replay_range x = {.addr = lo, .size = b->v[k].addr - lo};
         if (!grt__replay_ranges_push(out, &x)) return GRT_ERR_NOMEM;
       }
       uint64_t end = b->v[k].addr + b->v[k].size;
       lo = end > lo ? end : lo;
     }
     if (lo < hi) {
-      grt__replay_range x = {lo, hi - lo, 0, false};
+      grt__replay_range x = {.addr = lo, .size = hi - lo};
       if (!grt__replay_ranges_push(out, &x)) return GRT_ERR_NOMEM;
     }
   }
@@ -89,7 +89,8 @@ static grt_status snapshot_ranges(grt_replay *r, grt__replay_ranges *out) {
   grt_status st = grt_alloc_snapshot_take(r->alloc, &snap);
   for (size_t i = 0; !st && i < snap->n_segments; i++) {
     const grt_snapshot_segment *s = &snap->segments[i];
-    grt__replay_range x = {grt__replay_to_recorded(r, s->address), s->total_size, s->stream, s->is_large != 0};
+    grt__replay_range x = {.addr = grt__replay_to_recorded(r, s->address), .size = s->total_size, .stream = s->stream,
+                           .is_large = s->is_large != 0};
     if (!grt__replay_ranges_push(out, &x)) st = GRT_ERR_NOMEM;
   }
   grt_alloc_snapshot_free(snap);

@@ -75,6 +75,13 @@ typedef struct grt__replay_xlate {
   bool is_large;
 } grt__replay_xlate;
 
+/* A final segment of a private pool, in recorded coordinates (replay_pools.c). */
+typedef struct grt__replay_pool_range {
+  grt_devptr addr;
+  uint64_t size;
+  grt_pool_id id;
+} grt__replay_pool_range;
+
 /* Per-alloc fidelity hook: recorded vs replay address (fidelity.c sets it). */
 typedef void (*grt__replay_alloc_hook)(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index,
                                        grt_devptr got, grt_status st);
@@ -105,6 +112,8 @@ struct grt_replay {
   uint64_t *id_size;
   grt__replay_ids ids;       /* sparse mode: live ids -> their index in the arrays (grown on demand) */
   grt__u64map imported;      /* start-state blocks still live: recorded addr -> 1 */
+  grt__replay_pool_range *pools; /* the final segments of private pools, by address */
+  size_t n_pools;
   uint64_t live, peak_live;
   /* release runs */
   bool in_release_run;
@@ -138,6 +147,7 @@ typedef struct grt__replay_range {
   uint64_t size;
   grt_stream_id stream;
   bool is_large;
+  grt_pool_id pool; /* final segments: their segment_pool_id; else the default pool */
 } grt__replay_range;
 
 typedef struct grt__replay_ranges {
@@ -175,6 +185,14 @@ grt_status grt__replay_release_event(grt_replay *r, const grt_trace_event *ev, g
  * its first try fails and a retry fits once anything is released. */
 grt_status grt__replay_retry_malloc(grt_replay *r, uint64_t size, grt_stream_id stream, grt_devptr *p);
 void grt__replay_note_oom(grt_replay *r, uint64_t size);
+
+/* replay_pools.c: the private pools' final segments (recorded placement);
+ * whether a recorded address lies in one (*id: its pool); a malloc made in
+ * a private pool. */
+grt_status grt__replay_pools_init(grt_replay *r);
+bool grt__replay_pool_of(const grt_replay *r, grt_devptr recorded, grt_pool_id *id);
+grt_status grt__replay_pool_malloc(grt_replay *r, grt_pool_id id, uint64_t size, grt_stream_id stream,
+                                   grt_devptr *p);
 
 /* replay_footprint.c: the model's device ranges in recorded coordinates:
  * segments, sorted; or mapped pages with expandable segments, normalized

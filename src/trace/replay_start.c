@@ -136,13 +136,13 @@ static grt_status collect_segments(const grt_trace_info *in, start_state *s) {
     if (grt__u64map_get(&first, e->addr)) continue;
     if (!grt__u64map_put(&first, e->addr, (void *)(uintptr_t)(e->kind + 1u))) st = GRT_ERR_NOMEM;
     bool is_free = e->kind == GRT_TRACE_SEGMENT_FREE || e->kind == GRT_TRACE_SEGMENT_UNMAP;
-    grt__replay_range g = {e->addr, e->size, in->streams[e->stream], e->size != TWO_MIB};
+    grt__replay_range g = {.addr = e->addr, .size = e->size, .stream = in->streams[e->stream], .is_large = e->size != TWO_MIB};
     if (!st && is_free && !grt__replay_ranges_push(&s->segs, &g)) st = GRT_ERR_NOMEM;
   }
   for (size_t i = 0; i < in->n_segments && !st; i++) {
     const grt_trace_segment *g = &in->segments[i];
     if (grt__u64map_get(&first, g->addr)) continue;
-    grt__replay_range v = {g->addr, g->total_size, g->stream, g->is_large};
+    grt__replay_range v = {g->addr, g->total_size, g->stream, g->is_large, {g->pool_id[0], g->pool_id[1]}};
     if (!grt__replay_ranges_push(&s->segs, &v)) st = GRT_ERR_NOMEM;
   }
   grt__u64map_free(&first);
@@ -237,7 +237,7 @@ grt_status grt__replay_rebuild_start(grt_replay *r) {
     if (!expandable) apply_gap_rule(in, &s); /* expandable blocks split whenever 512 B would remain */
     for (size_t i = 0; i < s.segs.n && !st && !expandable; i++) {
       const grt__replay_range *g = &s.segs.v[i];
-      st = grt_alloc_import_segment(r->alloc, g->addr, g->size, g->stream, g->is_large);
+      st = grt_alloc_import_segment_pool(r->alloc, g->pool, g->addr, g->size, g->stream, g->is_large);
       if (st) grt__replay_set_error(r, "rebuilding the start: %s", grt_alloc_last_error(r->alloc));
     }
     for (size_t i = 0; i < s.n_blocks && !st; i++) {
