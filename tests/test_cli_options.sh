@@ -104,8 +104,13 @@ for bad in abc 16X 1.5GiBx -1G nan inf 0 0.5 "" 18446744073709551616 99999999999
   refused "option '--capacity' .*got '$bad'" compare "$TRACE" --capacity "$bad"
 done
 for good in 1048576 512M 512m 16G 1.5GiB 64k 2TB 4096b; do
-  ok replay "$TRACE" --capacity "$good" --no-search
+  ok replay "$TRACE" --capacity "$good" --no-search --device-model contiguous
 done
+ok replay "$TRACE" --capacity 2M --no-search
+refused "--capacity below 2 MiB: a paged device holds whole 2 MiB pages" replay "$TRACE" --capacity 1M
+refused "option '--device-model' wants one of contiguous, paged, got 'flat'" replay "$TRACE" --device-model flat
+refused "option '--device-model' .*got 'flat'" compare "$TRACE" --device-model flat
+refused "--fidelity does not combine with --device-model" replay "$TRACE" --fidelity --device-model paged
 for bad in abc -1 1x "" 1e400 nan 10000001; do
   refused "option '--rate' wants a number from 0 to 1e\+07, got '$bad'" \
     replay "$TRACE" --serve 127.0.0.1:0 --rate "$bad"

@@ -67,6 +67,7 @@ typedef struct grt_replay_config {
   uint64_t capacity;          /* device bytes; 0 = automatic: covers recorded addresses (PyTorch) or 1 TiB */
   grt_devptr base_address;    /* device base; 0 = automatic */
   grt_replay_placement placement;
+  grt_device_model device_model; /* the simulated device: contiguous (default) or paged (gpurt/device.h) */
   bool honor_releases;        /* default true: segment_free runs and oom events call empty_cache */
   bool record_series;         /* keep one grt_replay_sample per event */
   grt_replay_step_fn on_step; /* may be NULL */

@@ -188,6 +188,7 @@ grt_status grt_replay_create(const grt_replay_config *cfg, const grt_trace_info 
   grt_device_config dc;
   grt_device_config_default(&dc);
   grt__replay_geometry(c, info, r->recorded_placement, &dc.base_address, &dc.capacity);
+  dc.model = c->device_model;
   grt_alloc_config ac;
   char msg[256] = "";
   if ((st = grt__replay_alloc_config(c, info, &ac, msg, sizeof msg)) || (st = grt_device_create(&dc, &r->dev)) ||

@@ -11,6 +11,10 @@
 
 static grt_status probe(const grt_trace *t, const grt_replay_config *base, uint64_t capacity, bool *ok,
                         uint64_t *peak_live) {
+  if (base->device_model == GRT_DEVICE_MODEL_PAGED && capacity < GRT_SMALL_BUFFER) { /* not one page */
+    *ok = false;
+    return GRT_OK;
+  }
   grt_replay_config c = *base;
   c.capacity = capacity;
   c.base_address = 0;
@@ -47,6 +51,7 @@ grt_status grt_replay_min_capacity(const grt_trace *trace, const grt_replay_conf
   if (!ok) return GRT_ERR_OOM;
   uint64_t g = granularity ? granularity : (live / 1024 + 511) / 512 * 512; /* device-aligned steps */
   if (g < 512) g = 512;
+  if (base.device_model == GRT_DEVICE_MODEL_PAGED) g = (g + GRT_SMALL_BUFFER - 1) / GRT_SMALL_BUFFER * GRT_SMALL_BUFFER;
   /* below the peak live bytes nothing fits: lo is known to fail */
   uint64_t lo = live ? (live - 1) / g * g : 0, hi = lo + g;
   int probes = 0;

@@ -233,6 +233,13 @@ bool cli_opt_choice(const cli_opts *p, const char *const *words, size_t n, size_
   return bad_value(p, wanted);
 }
 
+bool cli_opt_device_model(const cli_opts *p, grt_device_model *out) {
+  static const char *const names[] = {"contiguous", "paged"};
+  size_t i;
+  if (!cli_opt_choice(p, names, 2, &i)) return false;
+  return grt_device_model_parse(names[i], out) == GRT_OK; /* both names parse */
+}
+
 bool cli_opt_list(const cli_opts *p, const char **out, size_t max, size_t *n) {
   size_t have = *n;
   char *text = (char *)p->arg, *save = NULL;

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpurt/device.h"
+
 enum {
   CLI_OPT_END = -1,       /* no arguments left */
   CLI_OPT_ERROR = -2,     /* a mistake, already reported */
@@ -89,6 +91,8 @@ bool cli_opt_bytes(const cli_opts *p, uint64_t *out);
 bool cli_opt_device(const cli_opts *p, int *out);
 /* One of n exact words; *index is its position. */
 bool cli_opt_choice(const cli_opts *p, const char *const *words, size_t n, size_t *index);
+/* --device-model contiguous|paged. */
+bool cli_opt_device_model(const cli_opts *p, grt_device_model *out);
 /* A comma-separated list appended to out[*n..max-1] (the value is split in
  * place); refuses a list with no item and one that does not fit. */
 bool cli_opt_list(const cli_opts *p, const char **out, size_t max, size_t *n);

@@ -186,6 +186,7 @@ static int w3_trace(const grt_trace *t, const char *path, double *logsum, int *m
     ro.cmd = "bench";
     ro.policy = policies[p];
     ro.search = 1;
+    ro.device_model = GRT_DEVICE_MODEL_CONTIGUOUS; /* W3 packs one address space, as minimalloc does */
     cli_run run;
     if (cli_run_loaded(t, path, &ro, &run)) return 1;
     if (run.min_capacity) logsum[p] += log(run.heap_ratio);

@@ -21,11 +21,13 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: gpurt compare TRACE... [--policies a,b,c] [--capacity BYTES] [--conf STR]\n"
-          "                    [--device N] [--json] [--html FILE]\n\n"
+          "                    [--device N] [--device-model paged|contiguous] [--json] [--html FILE]\n\n"
           "Replays every trace with every policy and prints one table: peak reserved, the smallest heap\n"
           "with zero OOMs over the peak live bytes (bisection), the first OOM at --capacity, device\n"
           "calls and syncs. Default policies: every one this build knows (naive, caching, ...).\n"
-          "On google/minimalloc CSVs the W3 reference rows of docs/ALLOCATORS.md are printed alongside.\n");
+          "On google/minimalloc CSVs the W3 reference rows of docs/ALLOCATORS.md are printed alongside.\n"
+          "The simulated device is paged (any free 2 MiB pages serve a request) unless --device-model\n"
+          "contiguous asks for first fit; which one cudaMalloc follows is not yet measured.\n");
 }
 
 static void print_row(const cli_run *r) {
@@ -101,13 +103,14 @@ typedef struct compare_args {
   bool json;
 } compare_args;
 
-enum { CMP_POLICIES = 256, CMP_CAPACITY, CMP_CONF, CMP_DEVICE, CMP_JSON, CMP_HTML };
+enum { CMP_POLICIES = 256, CMP_CAPACITY, CMP_CONF, CMP_DEVICE, CMP_DEVICE_MODEL, CMP_JSON, CMP_HTML };
 
 static const struct option compare_options[] = {
     {"policies", required_argument, NULL, CMP_POLICIES},
     {"capacity", required_argument, NULL, CMP_CAPACITY},
     {"conf", required_argument, NULL, CMP_CONF},
     {"device", required_argument, NULL, CMP_DEVICE},
+    {"device-model", required_argument, NULL, CMP_DEVICE_MODEL},
     {"json", no_argument, NULL, CMP_JSON},
     {"html", required_argument, NULL, CMP_HTML},
     CLI_OPT_HELP_ENTRY,
@@ -121,6 +124,7 @@ static bool compare_arg(const cli_opts *p, int c, compare_args *a) {
   case CMP_CAPACITY: return cli_opt_bytes(p, &a->o.capacity);
   case CMP_CONF: a->o.conf = p->arg; return true;
   case CMP_DEVICE: return cli_opt_device(p, &a->o.device);
+  case CMP_DEVICE_MODEL: return cli_opt_device_model(p, &a->o.device_model);
   case CMP_JSON: a->json = true; return true;
   case CMP_HTML: a->html = p->arg; return true;
   case CLI_OPT_POSITIONAL:
@@ -148,6 +152,9 @@ static int compare_parse(int argc, char **argv, compare_args *a) {
     usage(stderr);
     return 2;
   }
+  if (a->o.capacity && a->o.capacity < GRT_SMALL_BUFFER && a->o.device_model == GRT_DEVICE_MODEL_PAGED)
+    return cli_opts_fail(&p, "--capacity below 2 MiB: a paged device holds whole 2 MiB pages "
+                             "(or choose --device-model contiguous)");
   return CLI_ARGS_OK;
 }
 
@@ -190,6 +197,7 @@ int grt_cmd_compare(int argc, char **argv) {
     char b[32];
     printf("gpurt compare: %d trace%s x %d polic%s", n_paths, n_paths == 1 ? "" : "s", n_pol, n_pol == 1 ? "y" : "ies");
     if (o.capacity) printf(", OOM point on a %s device", grt_format_bytes(o.capacity, b, sizeof b));
+    printf("; %s", cli_device_model_words(o.device_model));
     printf("\n\n");
     print_table(runs, n_paths, policies, n_pol, minimalloc);
   }

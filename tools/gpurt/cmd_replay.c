@@ -28,6 +28,9 @@ static void usage(FILE *f) {
           "  --placement M     auto | first-fit | recorded (recorded segment addresses; auto: recorded\n"
           "                    for the caching policy on PyTorch traces, unless --capacity is given)\n"
           "  --no-releases     ignore recorded release moments (segment_free runs, oom)\n"
+          "  --device-model M  the simulated device: paged (default: any free 2 MiB pages serve a\n"
+          "                    request) or contiguous (first fit: a request needs one hole); which\n"
+          "                    one cudaMalloc follows is not yet measured (docs/CONFORMANCE.md)\n"
           "  --from-empty      PyTorch snapshots: start from an empty allocator (default: the state\n"
           "                    rebuilt for the moment recording began, so peaks count memory that was\n"
           "                    in use before it)\n"
@@ -171,13 +174,14 @@ typedef struct replay_args {
   cli_serve_opts so;
   const char *path, *html;
   bool csv, json, fidelity, serve, search, no_search;
-  bool device_set;
+  bool device_set, model_set;
   const char *serve_only; /* the last of --rate, --wait-scrape, --linger given */
 } replay_args;
 
 enum {
   RP_POLICY = 256, RP_CAPACITY, RP_CONF, RP_PLACEMENT, RP_NO_RELEASES, RP_DEVICE, RP_SEARCH, RP_NO_SEARCH,
-  RP_CSV, RP_JSON, RP_HTML, RP_FIDELITY, RP_SERVE, RP_RATE, RP_WAIT_SCRAPE, RP_LINGER, RP_FROM_EMPTY
+  RP_CSV, RP_JSON, RP_HTML, RP_FIDELITY, RP_SERVE, RP_RATE, RP_WAIT_SCRAPE, RP_LINGER, RP_FROM_EMPTY,
+  RP_DEVICE_MODEL
 };
 
 static const struct option replay_options[] = {
@@ -188,6 +192,7 @@ static const struct option replay_options[] = {
     {"no-releases", no_argument, NULL, RP_NO_RELEASES},
     {"device", required_argument, NULL, RP_DEVICE},
     {"from-empty", no_argument, NULL, RP_FROM_EMPTY},
+    {"device-model", required_argument, NULL, RP_DEVICE_MODEL},
     {"search", no_argument, NULL, RP_SEARCH},
     {"no-search", no_argument, NULL, RP_NO_SEARCH},
     {"csv", no_argument, NULL, RP_CSV},
@@ -219,6 +224,7 @@ static bool replay_option(const cli_opts *p, int c, replay_args *a) {
     return true;
   case RP_NO_RELEASES: a->o.honor_releases = false; return true;
   case RP_FROM_EMPTY: a->o.from_empty = true; return true;
+  case RP_DEVICE_MODEL: a->model_set = true; return cli_opt_device_model(p, &a->o.device_model);
   case RP_DEVICE: a->device_set = true; return cli_opt_device(p, &a->o.device);
   case RP_SEARCH: a->search = true; return true;
   case RP_NO_SEARCH: a->no_search = true; return true;
@@ -246,6 +252,7 @@ static const char *fidelity_conflict(const replay_args *a) {
   if (a->o.capacity) return "--capacity (the device covers the recorded addresses)";
   if (a->o.conf) return "--conf (it replays the snapshot's own settings)";
   if (a->o.from_empty) return "--from-empty (it starts from the snapshot's own start)";
+  if (a->model_set) return "--device-model (it hands out the recorded addresses)";
   if (!a->o.honor_releases) return "--no-releases (it replays the recorded releases)";
   if (a->search) return "--search";
   if (a->csv) return "--csv";
@@ -260,6 +267,9 @@ static int replay_conflicts(const cli_opts *p, const replay_args *a) {
   if (a->serve_only && !a->serve) return cli_opts_fail(p, "--%s goes with --serve HOST:PORT", a->serve_only);
   if (a->serve && (a->fidelity || a->csv || a->json || a->html || a->search))
     return cli_opts_fail(p, "--serve does not combine with --fidelity, --csv, --json, --html or --search");
+  if (a->o.capacity && a->o.capacity < GRT_SMALL_BUFFER && a->o.device_model == GRT_DEVICE_MODEL_PAGED)
+    return cli_opts_fail(p, "--capacity below 2 MiB: a paged device holds whole 2 MiB pages "
+                            "(or choose --device-model contiguous)");
   const char *why = a->fidelity ? fidelity_conflict(a) : NULL;
   if (why) return cli_opts_fail(p, "--fidelity does not combine with %s", why);
   return CLI_ARGS_OK;
@@ -314,7 +324,8 @@ int grt_cmd_replay(int argc, char **argv) {
     char b[32];
     printf("gpurt replay: %s (%s", cli_basename(path), run.format);
     if (run.n_events) printf(", %" PRIu64 " events", run.n_events);
-    printf(")\npolicy %s on a %s device%s\n\n", run.policy, grt_format_bytes(run.sum.capacity, b, sizeof b),
+    printf(")\npolicy %s on a %s %s%s\n\n", run.policy, grt_format_bytes(run.sum.capacity, b, sizeof b),
+           cli_device_model_words(o.device_model),
            run.recorded ? " handing out the recorded segment addresses" : "");
     cli_print_summary(&run);
   }

@@ -18,6 +18,12 @@ void cli_run_opts_default(cli_run_opts *o) {
   o->policy = "caching";
   o->honor_releases = true;
   o->search = -1;
+  o->device_model = GRT_DEVICE_MODEL_PAGED;
+}
+
+const char *cli_device_model_words(grt_device_model m) {
+  return m == GRT_DEVICE_MODEL_PAGED ? "paged device (any free 2 MiB pages serve a request)"
+                                     : "contiguous device (first fit: a request needs one hole)";
 }
 
 void cli_run_config(const cli_run_opts *o, grt_replay_config *c) {
@@ -31,6 +37,7 @@ void cli_run_config(const cli_run_opts *o, grt_replay_config *c) {
   c->placement = o->placement == GRT_REPLAY_PLACE_AUTO && o->capacity ? GRT_REPLAY_PLACE_FIRST_FIT : o->placement;
   c->honor_releases = o->honor_releases;
   c->record_series = o->series;
+  c->device_model = o->device_model;
 }
 
 static int report_error(const cli_run_opts *o, const char *path, grt_replay *r, grt_status st) {

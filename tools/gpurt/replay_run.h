@@ -18,6 +18,7 @@ typedef struct cli_run_opts {
   int search;                 /* -1 auto (traces under 2M events), 0 off, 1 on */
   bool snapshots;             /* segment maps at the peak and at the first OOM (a second pass) */
   bool from_empty;            /* PyTorch snapshots: start from an empty allocator, not the rebuilt start */
+  grt_device_model device_model; /* what-if replays: paged until a GPU says cudaMalloc needs contiguity */
 } cli_run_opts;
 
 typedef struct cli_run {
@@ -42,6 +43,8 @@ typedef struct cli_run {
 } cli_run;
 
 void cli_run_opts_default(cli_run_opts *o);
+/* "paged device (...)": the device model in words, for reports. */
+const char *cli_device_model_words(grt_device_model m);
 /* The replay configuration the options describe (no step callback). */
 void cli_run_config(const cli_run_opts *o, grt_replay_config *c);
 /* Loads (or streams) and replays path; prints errors; 0 on success. */

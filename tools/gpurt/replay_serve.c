@@ -38,6 +38,7 @@ typedef struct replay_done_ctx {
   uint64_t n_events;
   bool recorded;
   int failed; /* 1 when the summary could not be made (reported) */
+  grt_device_model model;
 } replay_done_ctx;
 
 /* Once the replay ends, while /metrics is still served: the usual summary. */
@@ -59,9 +60,9 @@ static void replay_serve_done(void *ctx, grt_status st, uint64_t events, bool in
     return;
   }
   char b[32];
-  printf("gpurt replay: %s (%s, %" PRIu64 " events%s)\npolicy %s on a %s device%s\n\n", cli_basename(d->path),
+  printf("gpurt replay: %s (%s, %" PRIu64 " events%s)\npolicy %s on a %s %s%s\n\n", cli_basename(d->path),
          d->format, d->n_events, interrupted ? ", interrupted" : "", run.policy,
-         grt_format_bytes(run.sum.capacity, b, sizeof b),
+         grt_format_bytes(run.sum.capacity, b, sizeof b), cli_device_model_words(d->model),
          d->recorded ? " handing out the recorded segment addresses" : "");
   cli_print_summary(&run);
   fflush(stdout);
@@ -92,7 +93,8 @@ static int serve_loaded(const grt_trace *t, const char *path, const cli_run_opts
     bool recorded = c.placement == GRT_REPLAY_PLACE_RECORDED ||
         (c.placement == GRT_REPLAY_PLACE_AUTO && !strcmp(o->policy, "caching") &&
          info.format == GRT_TRACE_FORMAT_PYTORCH);
-    replay_done_ctx dc = {r, path, o->policy, grt_trace_format_name(info.format), info.n_events, recorded, 0};
+    replay_done_ctx dc = {r, path, o->policy, grt_trace_format_name(info.format), info.n_events, recorded, 0,
+                          o->device_model};
     cli_serve_opts so = *so_in;
     so.done_word = "replay done";
     so.on_done = replay_serve_done;
