@@ -9,30 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "pickle_builder.h"
 #include "trace_test_util.h"
-
-typedef struct pk {
-  unsigned char b[8192];
-  size_t n;
-} pk;
-
-static void op(pk *p, unsigned char c) { p->b[p->n++] = c; }
-static void str(pk *p, const char *s) {
-  size_t n = strlen(s);
-  op(p, 0x8c);
-  op(p, (unsigned char)n);
-  memcpy(p->b + p->n, s, n);
-  p->n += n;
-}
-static void num(pk *p, uint64_t v) { /* LONG1 with 8 bytes (+1 zero byte so it stays positive) */
-  op(p, 0x8a);
-  op(p, 9);
-  for (int i = 0; i < 8; i++) op(p, (unsigned char)(v >> (8 * i)));
-  op(p, 0);
-}
-static void small(pk *p, unsigned v) { op(p, 'K'), op(p, (unsigned char)v); }
-static void kv_num(pk *p, const char *k, uint64_t v) { str(p, k), num(p, v); }
-static void kv_str(pk *p, const char *k, const char *v) { str(p, k), str(p, v); }
 
 static void event(pk *p, const char *action, uint64_t addr, uint64_t size) {
   op(p, '}'), op(p, '(');
@@ -286,12 +264,8 @@ static void test_pickle_device_count(void **state) {
 
 /* ---- the snapshot schema: each malformed element is named by its path; well-formed variants ---- */
 
-static void begin(pk *p) { p->n = 0, op(p, 0x80), op(p, 4), op(p, '}'), op(p, '('); }
-static void end(pk *p) { op(p, 'u'), op(p, '.'); }
 static void traces_open(pk *p) { str(p, "device_traces"), op(p, ']'), op(p, '('), op(p, ']'), op(p, '('); }
 static void traces_close(pk *p) { op(p, 'e'), op(p, 'e'); }
-static void dict_open(pk *p) { op(p, '}'), op(p, '('); }
-static void dict_close(pk *p) { op(p, 'u'); }
 static void neg(pk *p, unsigned v) { op(p, 0x8a), op(p, 1), op(p, (unsigned char)(256 - v)); } /* -v, v <= 128 */
 static void flt(pk *p, const unsigned char be[8]) {
   op(p, 'G');
