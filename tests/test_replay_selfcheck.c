@@ -172,7 +172,8 @@ static void run_workload(gen *g, uint64_t seed, size_t steps) {
     } else if ((r < 45 && g->n_live) || g->n_live == 512) {
       do_free(g, (size_t)(grt__rng_next(&rng) % g->n_live));
     } else {
-      do_malloc(g, random_size(&rng), grt__rng_next(&rng) % 8 ? 0 : 7);
+      grt_stream_id stream = grt__rng_next(&rng) % 8 ? 0 : 7; /* drawn in this order on every compiler */
+      do_malloc(g, random_size(&rng), stream);
     }
   }
 }

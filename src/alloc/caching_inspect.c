@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "alloc/caching.h"
+#include "alloc/probe.h"
 
 grt_status grt__caching_classify(grt_allocator *a, grt_devptr ptr) {
   caching *c = a->impl;
@@ -286,5 +287,35 @@ grt_status grt__caching_check(grt_allocator *a, char *msg, size_t msg_size) {
       (st = compare("inactive_split", s->inactive_split, r.inactive_split, msg, msg_size)) ||
       (st = compare("inactive_split_bytes", s->inactive_split_bytes, r.inactive_split_bytes, msg, msg_size)))
     return st;
+  return GRT_OK;
+}
+
+/* Whether release_cached_blocks may release from this pool: the default
+ * pools, and private pools nobody uses any more (freeable). */
+static int pool_releasable(const cpool *p) { return !p->owner || p->owner->use_count == 0; }
+
+/* The whole pages inside a free mapped block of an expandable segment. */
+static void releasable_pages(const cseg *s, const cblock *b, grt__range_fn fn, void *ctx) {
+  uint64_t first = (b->ptr - s->base + s->page - 1) / s->page, last = (b->ptr + b->size - s->base) / s->page;
+  if (first < last) fn(ctx, s->base + first * s->page, (last - first) * s->page, s->stream);
+}
+
+grt_status grt__alloc_releasable(grt_allocator *a, grt__range_fn fn, void *ctx) {
+  if (!a || !fn) return GRT_ERR_INVALID_ARG;
+  if (a->ops != &grt__caching_ops) return GRT_ERR_UNSUPPORTED;
+  pthread_mutex_lock(&a->lock);
+  caching *c = a->impl;
+  for (size_t i = 0; i < c->segs.n; i++) {
+    const cseg *s = grt__seg_at(c, i);
+    if (!pool_releasable(s->pool)) continue;
+    for (const cblock *b = s->head; b; b = b->next) {
+      if (b->allocated || b->unmapped) continue;
+      if (s->is_expandable)
+        releasable_pages(s, b, fn, ctx);
+      else if (!b->prev && !b->next) /* a whole unsplit segment, free once its events are synced */
+        fn(ctx, s->base, s->size, s->stream);
+    }
+  }
+  pthread_mutex_unlock(&a->lock);
   return GRT_OK;
 }

@@ -17,18 +17,26 @@
  * fails, or not. The cap is lifted afterwards: the process went on. A request
  * the model served after all is handed back at once (the program never got
  * it). Fed events one at a time (no look-ahead), the run releases as usual
- * and the oom is replayed at its own event.
+ * and the oom is replayed at its own event. A what-if replay (first fit, no
+ * recorded addresses) tries the request on its own device instead: whether
+ * the configuration it replays would have failed it too.
  *
- * A run that segment allocs (or maps) and an alloc follow, an alloc the
- * model's cache cannot serve, is the retry path of that alloc: cudaMalloc
- * failed, the cache went, the retry succeeded (with a block the cache could
- * serve, PyTorch would not have called cudaMalloc: the run was an
- * empty_cache before the alloc). The
+ * A run that segment allocs (or maps) and an alloc follow may be that
+ * alloc's retry path (cudaMalloc failed on a full device, the cache went, the
+ * retry succeeded) or an empty_cache() followed by a miss: the events alone
+ * do not tell. With a block the model's cache could serve the alloc, PyTorch
+ * would not have called cudaMalloc: an empty_cache. When an empty_cache now
+ * would give back exactly the recorded run, it reads as one too (both
+ * readings then end alike). Otherwise the release gave back something other
+ * than the cache held whole, which only a malloc's first try can cause (it
+ * took pages into its candidate block first), so it is the retry path. The
  * model makes that alloc itself on a device with room for all but one byte
  * of what the recorded retry took, so its first try fails, its own release
  * path runs, and its retry succeeds on what that released. */
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "alloc/allocator_impl.h"
 #include "alloc/probe.h"
 #include "base/status.h"
 #include "trace/replay_impl.h"
@@ -60,12 +68,49 @@ static bool run_ends_in_oom(const grt_replay *r, uint64_t *oom_index, uint64_t *
   return true;
 }
 
+typedef struct range_list {
+  const grt_replay *r;
+  grt__replay_ranges l;
+  bool nomem;
+} range_list;
+
+static void add_releasable(void *ctx, grt_devptr addr, uint64_t size, grt_stream_id stream) {
+  range_list *x = ctx;
+  grt__replay_range v = {.addr = grt__replay_to_recorded(x->r, addr), .size = size, .stream = stream};
+  if (!grt__replay_ranges_push(&x->l, &v)) x->nomem = true;
+}
+
+/* Whether an empty_cache now would release exactly the recorded run
+ * [from, to) (segments by base, size and stream; mapped pages by bytes). */
+static bool releases_now_as_recorded(const grt_replay *r, uint64_t from, uint64_t to) {
+  bool expandable = r->alloc->cfg.expandable_segments;
+  range_list now = {.r = r}, rec = {.r = r};
+  bool same = grt__alloc_releasable(r->alloc, add_releasable, &now) == GRT_OK;
+  for (uint64_t i = from; i < to && same; i++) {
+    const grt_trace_event *e = &r->info.events[i];
+    grt__replay_range v = {.addr = e->addr, .size = e->size, .stream = r->info.streams[e->stream]};
+    if (!grt__replay_ranges_push(&rec.l, &v)) rec.nomem = true;
+  }
+  if (same && !now.nomem && !rec.nomem) {
+    void (*order)(grt__replay_ranges *) = expandable ? grt__ranges_normalize : grt__ranges_sort;
+    order(&now.l);
+    order(&rec.l);
+    same = now.l.n == rec.l.n;
+    for (size_t k = 0; k < now.l.n && same; k++)
+      same = now.l.v[k].addr == rec.l.v[k].addr && now.l.v[k].size == rec.l.v[k].size &&
+             (expandable || now.l.v[k].stream == rec.l.v[k].stream);
+  }
+  free(now.l.v);
+  free(rec.l.v);
+  return same && !now.nomem && !rec.nomem;
+}
+
 /* Whether the run of frees starting at pos is a malloc's retry path: segment
  * allocs or maps follow it, then the alloc they served (cudaMalloc failed,
  * the cache was released, the retry succeeded). *added: the bytes those
  * segment events took. */
 static bool run_is_retry(const grt_replay *r, uint64_t *added) {
-  if (!r->trace) return false;
+  if (!r->trace || !r->recorded_placement) return false; /* a what-if model makes its own retries */
   const grt_trace_event *ev = r->info.events;
   uint64_t i = r->pos, n = r->info.n_events, bytes = 0;
   while (i < n && is_free_kind(ev[i].kind)) i++;
@@ -77,6 +122,8 @@ static bool run_is_retry(const grt_replay *r, uint64_t *added) {
   bool cached = true;
   if (grt__alloc_cache_would_serve(r->alloc, ev[i].size, r->info.streams[ev[i].stream], &cached) || cached)
     return false;
+  /* an empty_cache now would give back exactly the recorded run: read it as one */
+  if (releases_now_as_recorded(r, r->pos, first)) return false;
   *added = bytes;
   return true;
 }
@@ -108,7 +155,10 @@ static grt_status replay_oom(grt_replay *r, const grt_trace_event *oom, grt_stre
   uint64_t kept = ds.bytes_in_use > run_bytes ? ds.bytes_in_use - run_bytes : 0;
   uint64_t device_free = (oom->flags & GRT_TRACE_F_ADDR) ? oom->addr : 0;
   uint64_t limit = kept + device_free;
-  if ((st = grt_device_set_memory_limit(r->dev, limit ? limit : 1))) return st;
+  /* a what-if model (no recorded addresses) tries the request on its own device: would it have failed? */
+  if (!r->recorded_placement) limit = ds.memory_limit;
+  else if (!limit) limit = 1;
+  if ((st = grt_device_set_memory_limit(r->dev, limit))) return st;
   grt_devptr p = 0;
   grt_status got = oom->size ? grt_alloc_malloc(r->alloc, oom->size, stream, &p) : GRT_ERR_SIZE;
   st = grt_device_set_memory_limit(r->dev, ds.memory_limit);
@@ -118,7 +168,7 @@ static grt_status replay_oom(grt_replay *r, const grt_trace_event *oom, grt_stre
     return got;
   }
   if (st) return st;
-  if (got == GRT_ERR_OOM || got == GRT_ERR_SIZE) grt__replay_note_oom(r, oom->size);
+  if (got == GRT_ERR_OOM || got == GRT_ERR_SIZE) grt__replay_note_oom(r, oom->size), r->sum.recorded_ooms_failed++;
   grt__replay_note_released(r);
   r->sum.recorded_ooms++;
   if (run_index < oom_index) r->sum.releases++;

@@ -235,7 +235,7 @@ bool cli_opt_choice(const cli_opts *p, const char *const *words, size_t n, size_
 
 bool cli_opt_device_model(const cli_opts *p, grt_device_model *out) {
   static const char *const names[] = {"contiguous", "paged"};
-  size_t i;
+  size_t i = 0;
   if (!cli_opt_choice(p, names, 2, &i)) return false;
   return grt_device_model_parse(names[i], out) == GRT_OK; /* both names parse */
 }
