@@ -70,6 +70,7 @@ typedef struct grt_replay_config {
   grt_device_model device_model; /* the simulated device: contiguous (default) or paged (gpurt/device.h) */
   bool honor_releases;        /* default true: segment_free runs and oom events call empty_cache */
   bool record_series;         /* keep one grt_replay_sample per event */
+  bool prefill_start;         /* grt_replay_min_capacity: each probe starts with grt_replay_prefill_start */
   grt_replay_step_fn on_step; /* may be NULL */
   void *step_ctx;
 } grt_replay_config;
@@ -99,6 +100,7 @@ typedef struct grt_replay_summary {
   uint64_t releases;             /* recorded releases replayed: segment_free/unmap runs (also before an oom) */
   uint64_t recorded_ooms;        /* recorded oom events replayed (the request retried on a device capped at
                                     the recorded free memory; `ooms` counts those the model failed too) */
+  uint64_t recorded_ooms_failed; /* of those, the ones the model failed too */
 } grt_replay_summary;
 
 /* A replay with no trace attached: feed events with grt_replay_feed. `info`
@@ -116,6 +118,16 @@ GRT_API GRT_MUST_CHECK grt_status grt_replay_open(const grt_trace *trace, const 
  * events were applied; GRT_ERR_INVALID_ARG without a trace or recorded
  * placement; other errors leave the reason in grt_replay_last_error. */
 GRT_API GRT_MUST_CHECK grt_status grt_replay_rebuild_start(grt_replay *r);
+/* A loaded trace (PyTorch snapshots, or native traces carrying their frees
+ * of earlier blocks and final segments), any policy, before any event: what-if replays under
+ * another configuration cannot take over the recorded layout, so this
+ * allocates every block that was live when recording began (the same blocks
+ * the rebuild finds, at their requested sizes, in address order) under the
+ * replay's own policy and configuration; the trace's frees of them then free
+ * them. Their device calls are not counted as the replay's. GRT_ERR_STATE
+ * after events were applied; GRT_ERR_INVALID_ARG without a trace. An
+ * allocation the device cannot hold counts as an OOM. */
+GRT_API GRT_MUST_CHECK grt_status grt_replay_prefill_start(grt_replay *r);
 /* grt_replay_destroy(NULL) is a no-op. */
 GRT_API GRT_MUST_CHECK grt_status grt_replay_destroy(grt_replay *r);
 

@@ -176,6 +176,9 @@ typedef struct grt_trace_recorded {
   uint64_t allocated_end;                    /* the final active blocks' sizes */
   uint64_t device_mallocs, device_frees;     /* segment_alloc + segment_map / segment_free + segment_unmap */
   uint64_t ooms;                             /* oom events */
+  uint64_t device_memory;                    /* at the first oom: reserved + the free device bytes
+                                                recorded, the memory the process could have had
+                                                (0: no oom recorded) */
   uint64_t unmatched_frees;                  /* frees of blocks allocated before recording began */
   bool partial;                              /* memory was live at the start (history ring buffer wrapped,
                                                 or recording began mid-run) */

@@ -58,7 +58,11 @@ grt_status grt_trace_recorded_figures(const grt_trace *t, grt_trace_recorded *ou
   out->reserved_start = out->reserved_peak = clamp(reserved);
   out->requested_start = out->requested_peak = clamp(requested);
   for (size_t i = 0; i < t->n_events; i++) {
-    moves(&t->events[i], &dr, &dq);
+    const grt_trace_event *e = &t->events[i];
+    /* at an oom PyTorch held `reserved` and the device had addr bytes free: the process's memory */
+    if (e->kind == GRT_TRACE_OOM && (e->flags & GRT_TRACE_F_ADDR) && !out->device_memory)
+      out->device_memory = clamp(reserved) + e->addr;
+    moves(e, &dr, &dq);
     reserved += dr;
     requested += dq;
     if (clamp(reserved) > out->reserved_peak) out->reserved_peak = clamp(reserved), out->reserved_peak_event = i;

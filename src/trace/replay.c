@@ -236,6 +236,15 @@ grt_status grt_replay_rebuild_start(grt_replay *r) {
   return st;
 }
 
+grt_status grt_replay_prefill_start(grt_replay *r) {
+  if (!r) return GRT_ERR_INVALID_ARG;
+  if (r->pos) return GRT_ERR_STATE;
+  if (!r->have_info) return GRT_ERR_INVALID_ARG;
+  grt_status st = grt__replay_prefill_start(r);
+  take_baseline(r);
+  return st;
+}
+
 grt_status grt_replay_destroy(grt_replay *r) { return free_replay(r); }
 
 /* ---- events ---- */
@@ -255,7 +264,7 @@ void grt__replay_note_oom(grt_replay *r, uint64_t size) {
   r->sum.first_oom_utilization = r->sum.capacity ? (double)r->live / (double)r->sum.capacity : 0.0;
 }
 
-static grt_status do_alloc(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream) {
+grt_status grt__replay_do_alloc(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream) {
   grt_pool_id pool;
   grt_devptr p, old;
   uint64_t old_size;
@@ -364,7 +373,7 @@ static grt_status apply_kind(grt_replay *r, const grt_trace_event *ev, grt_strea
   if (k != GRT_TRACE_ALLOC && k != GRT_TRACE_SEGMENT_ALLOC && k != GRT_TRACE_SEGMENT_MAP && !release_kind)
     r->retry_pending = false; /* not the retry after all: another event came between */
   switch (k) {
-    case GRT_TRACE_ALLOC: return do_alloc(r, ev, stream);
+    case GRT_TRACE_ALLOC: return grt__replay_do_alloc(r, ev, stream);
     case GRT_TRACE_FREE_COMPLETED: return do_free(r, ev);
     case GRT_TRACE_FREE_REQUESTED:
     case GRT_TRACE_SNAPSHOT: return GRT_OK;

@@ -161,6 +161,10 @@ bool grt__replay_ranges_push(grt__replay_ranges *l, const grt__replay_range *x);
 void grt__replay_geometry(const grt_replay_config *cfg, const grt_trace_info *info, bool recorded,
                           grt_devptr *base, uint64_t *capacity);
 grt_status grt__replay_rebuild_start(grt_replay *r);
+/* What was live at the start, allocated under the replay's own config (what-if replays). */
+grt_status grt__replay_prefill_start(grt_replay *r);
+/* An alloc event applied (replay.c), also for the start's allocations. */
+grt_status grt__replay_do_alloc(grt_replay *r, const grt_trace_event *ev, grt_stream_id stream);
 /* Expandable segments' starting state (replay_expandable.c): reserves every
  * recorded reservation, maps the pages mapped when recording began, notes the
  * translations, and appends those mapped runs (recorded coordinates) to runs. */

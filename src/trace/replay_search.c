@@ -24,7 +24,8 @@ static grt_status probe(const grt_trace *t, const grt_replay_config *base, uint6
   grt_replay *r;
   grt_status st = grt_replay_open(t, &c, &r);
   if (st) return st;
-  st = grt_replay_run(r);
+  if (c.prefill_start) st = grt_replay_prefill_start(r);
+  if (!st) st = grt_replay_run(r);
   grt_replay_summary s;
   if (!st) st = grt_replay_get_summary(r, &s);
   grt__keep_first(&st, grt_replay_destroy(r));

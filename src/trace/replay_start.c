@@ -83,6 +83,7 @@ typedef struct start_block {
   uint64_t size, requested;
   bool from_free; /* freed in the trace, never allocated: size rounded, gap rule applies */
   size_t freed_at; /* from_free: the index of its free */
+  grt_stream_id stream;
 } start_block;
 
 typedef struct start_state {
@@ -151,7 +152,8 @@ static grt_status collect_segments(const grt_trace_info *in, start_state *s) {
 }
 
 /* Blocks live when recording began. */
-static grt_status collect_blocks(const grt_trace_info *in, const grt_alloc_config *ac, start_state *s) {
+static grt_status collect_blocks(const grt_trace_info *in, const grt_alloc_config *ac, start_state *s,
+                                 bool in_segments) {
   grt__u64map live_end, seen_unmatched; /* addresses of trace allocations live at the end; ids seen */
   grt__u64map_init(&live_end);
   grt__u64map_init(&seen_unmatched);
@@ -166,7 +168,7 @@ static grt_status collect_blocks(const grt_trace_info *in, const grt_alloc_confi
     bool is_free = e->kind == GRT_TRACE_FREE_COMPLETED || e->kind == GRT_TRACE_FREE_REQUESTED;
     if (!is_free || !(e->flags & GRT_TRACE_F_UNMATCHED) || grt__u64map_get(&seen_unmatched, e->id)) continue;
     if (!grt__u64map_put(&seen_unmatched, e->id, (void *)1)) st = GRT_ERR_NOMEM;
-    start_block b = {e->addr, grt_alloc_round_size(ac, e->size ? e->size : 1), e->size, true, i};
+    start_block b = {e->addr, grt_alloc_round_size(ac, e->size ? e->size : 1), e->size, true, i, in->streams[e->stream]};
     if (!st && !push((void **)&s->blocks, &s->n_blocks, &s->cap_blocks, sizeof b, &b)) st = GRT_ERR_NOMEM;
   }
   for (uint64_t id = 0; id < in->n_ids && !st; id++)
@@ -177,8 +179,9 @@ static grt_status collect_blocks(const grt_trace_info *in, const grt_alloc_confi
     for (size_t j = 0; j < g->n_blocks && !st; j++) {
       const grt_trace_block *k = &g->blocks[j];
       /* a block in memory mapped since recording began was allocated since */
-      if (k->state == GRT_TRACE_BLOCK_INACTIVE || grt__u64map_get(&live_end, k->addr) || !seg_of(s, k->addr)) continue;
-      start_block b = {k->addr, k->size, k->requested_size <= k->size ? k->requested_size : k->size, false, 0};
+      if (k->state == GRT_TRACE_BLOCK_INACTIVE || grt__u64map_get(&live_end, k->addr)) continue;
+      if (in_segments && !seg_of(s, k->addr)) continue;
+      start_block b = {k->addr, k->size, k->requested_size <= k->size ? k->requested_size : k->size, false, 0, g->stream};
       if (!push((void **)&s->blocks, &s->n_blocks, &s->cap_blocks, sizeof b, &b)) st = GRT_ERR_NOMEM;
     }
   }
@@ -233,7 +236,7 @@ grt_status grt__replay_rebuild_start(grt_replay *r) {
   start_state s;
   memset(&s, 0, sizeof s);
   st = expandable ? expandable_segments(r, &s) : collect_segments(in, &s);
-  if (!st && !(st = collect_blocks(in, &ac, &s))) {
+  if (!st && !(st = collect_blocks(in, &ac, &s, true))) {
     if (!expandable) apply_gap_rule(in, &s); /* expandable blocks split whenever 512 B would remain */
     for (size_t i = 0; i < s.segs.n && !st && !expandable; i++) {
       const grt__replay_range *g = &s.segs.v[i];
@@ -253,6 +256,43 @@ grt_status grt__replay_rebuild_start(grt_replay *r) {
     }
   }
   free(s.segs.v);
+  free(s.blocks);
+  return st;
+}
+
+/* One block live at the start, allocated now under the replay's own config:
+ * through the replay when the trace frees it (its free then finds it), else
+ * straight from the allocator (the trace never frees it). */
+static grt_status prefill_block(grt_replay *r, const start_block *b) {
+  if (b->from_free) {
+    const grt_trace_event *f = &r->info.events[b->freed_at];
+    grt_trace_event ev = {.id = f->id, .size = b->requested ? b->requested : 1, .addr = b->addr,
+                          .stream = f->stream, .kind = GRT_TRACE_ALLOC, .flags = GRT_TRACE_F_ADDR};
+    return grt__replay_do_alloc(r, &ev, b->stream);
+  }
+  grt_devptr p;
+  grt_status st = grt_alloc_malloc(r->alloc, b->requested ? b->requested : 1, b->stream, &p);
+  if (st == GRT_OK) {
+    r->live += b->requested;
+    if (r->live > r->peak_live) r->peak_live = r->live;
+  } else if (st == GRT_ERR_OOM || st == GRT_ERR_SIZE) {
+    grt__replay_note_oom(r, b->requested);
+    st = GRT_OK;
+  } else {
+    grt__replay_set_error(r, "allocating the start: %s", grt_alloc_last_error(r->alloc));
+  }
+  return st;
+}
+
+grt_status grt__replay_prefill_start(grt_replay *r) {
+  grt_alloc_config ac;
+  char msg[128];
+  grt_status st = grt__replay_alloc_config(&r->cfg, &r->info, &ac, msg, sizeof msg);
+  if (st) return st;
+  start_state s;
+  memset(&s, 0, sizeof s);
+  st = collect_blocks(&r->info, &ac, &s, false);
+  for (size_t i = 0; i < s.n_blocks && !st; i++) st = prefill_block(r, &s.blocks[i]);
   free(s.blocks);
   return st;
 }

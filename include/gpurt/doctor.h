@@ -1,0 +1,70 @@
+/* gpurt/doctor.h — the memory doctor's what-if sweep: a recorded PyTorch
+ * snapshot replayed under allocator settings it was not run with, at the
+ * capacity the user asks about, to find the PYTORCH_CUDA_ALLOC_CONF that
+ * would have avoided its OOMs or saved its memory.
+ *
+ * Each row is one replay of the whole trace by the caching policy, first fit
+ * on the simulated device the options name (paged unless asked otherwise:
+ * docs/CONFORMANCE.md, case 16), starting with every block that was live
+ * when recording began allocated under the row's own settings
+ * (grt_replay_prefill_start); the settings string is applied over the
+ * snapshot's own (allocator_settings). Recorded empty_cache() moments are
+ * kept (the program calls them whatever the settings); at a recorded OOM the
+ * row's model tries the failing request on its own device.
+ *
+ * Rows run in parallel threads over the one loaded trace (a loaded trace is
+ * immutable). */
+#ifndef GPURT_DOCTOR_H
+#define GPURT_DOCTOR_H
+
+#include <stdbool.h>
+
+#include "gpurt/replay.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GRT_WHATIF_CONF_MAX 160
+
+typedef struct grt_whatif_row {
+  char conf[GRT_WHATIF_CONF_MAX]; /* applied over the snapshot's settings; "" = as recorded */
+  grt_status status;              /* GRT_OK, or why the row has no figures */
+  char note[200];                 /* the reason, or the settings parser's notes */
+  uint64_t ooms;                  /* requests the model could not serve at the capacity */
+  uint64_t recorded_ooms;         /* oom events the trace recorded ... */
+  uint64_t recorded_ooms_avoided; /* ... whose request this row's model served */
+  uint64_t peak_reserved, final_reserved, peak_allocated;
+  uint64_t min_capacity;          /* smallest device with zero OOMs (0 = not searched or not found) */
+  uint64_t device_mallocs, device_frees, syncs, alloc_retries;
+} grt_whatif_row;
+
+typedef struct grt_whatif_options {
+  uint64_t capacity;              /* device bytes; 0 = unbounded (1 TiB) */
+  grt_device_model device_model;  /* default: paged */
+  unsigned threads;               /* 0 = one per CPU */
+  bool search;                    /* also each row's smallest zero-OOM capacity (about 20 replays more) */
+} grt_whatif_options;
+
+GRT_API void grt_whatif_options_default(grt_whatif_options *o);
+
+/* The settings worth trying on this trace, fitted to its sizes: as recorded;
+ * expandable_segments; a max_split_size_mb ladder between 20 MiB and its
+ * largest request; roundup_power2_divisions; and the combinations known to
+ * interact (expandable with max_split). *rows (free with grt_whatif_free)
+ * gets one row per setting, figures zeroed. */
+GRT_API GRT_MUST_CHECK grt_status grt_whatif_sweep(const grt_trace *trace, grt_whatif_row **rows, size_t *n);
+
+/* Replays each of the n rows' settings (rows[i].conf) and fills its figures.
+ * A row whose settings do not parse, or whose replay fails, gets its status
+ * and note; the others are still filled. Returns the first failure that is
+ * not a row's own (host memory, a thread that could not start). */
+GRT_API GRT_MUST_CHECK grt_status grt_whatif_run(const grt_trace *trace, const grt_whatif_options *o,
+                                                 grt_whatif_row *rows, size_t n);
+
+GRT_API void grt_whatif_free(grt_whatif_row *rows);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPURT_DOCTOR_H */

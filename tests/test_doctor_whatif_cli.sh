@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# test_doctor_whatif_cli.sh — `gpurt whatif`: the table (recorded run first,
+# then every setting), --json, --csv, --goal, --fail-on-oom's exit status 3,
+# and the refusals.
+set -uo pipefail
+GPURT=${1:?usage: test_doctor_whatif_cli.sh PATH/TO/gpurt}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+# six 9 MiB tensors, every other one freed, then a 12 MiB request that failed
+{
+  echo "gpurt-trace 1"
+  for i in 0 1 2 3 4 5; do printf 'alloc %d 9437184 0 - 0x%x\n' $i $((0x10000000 + i * 0x900000)); done
+  for i in 0 2 4; do printf 'free %d 9437184 0 - 0x%x\n' $i $((0x10000000 + i * 0x900000)); done
+  echo "oom - 12582912 0 - 0"
+} >"$tmp/frag.trace"
+
+out=$("$GPURT" whatif "$tmp/frag.trace" --capacity 60M) || fail "whatif failed: $out"
+grep -q "first fit on a 60.00 MiB paged device" <<<"$out" || fail "no device line: $out"
+grep -qE "^  recorded run +1 " <<<"$out" || fail "no recorded row: $out"
+grep -qE "^  \(as recorded\) +1 +0/1 " <<<"$out" || fail "no as-recorded row: $out"
+grep -qE "^  expandable_segments:True " <<<"$out" || fail "no expandable row: $out"
+echo "ok: table"
+
+json=$("$GPURT" whatif "$tmp/frag.trace" --capacity 60M --json) || fail "--json failed"
+grep -q '"capacity": 62914560, "device_model": "paged"' <<<"$json" || fail "--json header: $json"
+grep -q '"conf": "", "ok": true, "ooms": 1, "recorded_ooms": 1, "recorded_ooms_avoided": 0' <<<"$json" ||
+  fail "--json as-recorded row: $json"
+csv=$("$GPURT" whatif "$tmp/frag.trace" --capacity 60M --csv --goal min-syncs) || fail "--csv failed"
+head -1 <<<"$csv" | grep -q "^conf,ok,ooms," || fail "--csv header: $csv"
+echo "ok: --json, --csv"
+
+grep -qE "^  roundup_power2_divisions:4 +0 +1/1 " <<<"$out" || fail "divisions 4 should avoid the OOM: $out"
+"$GPURT" whatif "$tmp/frag.trace" --capacity 40M --fail-on-oom >/dev/null
+[ $? -eq 3 ] || fail "--fail-on-oom: 54 MiB live cannot fit in 40 MiB, exit should be 3"
+"$GPURT" whatif "$tmp/frag.trace" --capacity 60M --fail-on-oom >/dev/null || fail "--fail-on-oom at 60 MiB"
+echo "ok: --fail-on-oom"
+
+err=$("$GPURT" whatif "$tmp/frag.trace" --goal fast 2>&1) && fail "--goal fast accepted"
+grep -q "option '--goal' wants one of no-oom, min-reserved, min-syncs, got 'fast'" <<<"$err" || fail "--goal: $err"
+err=$("$GPURT" whatif "$tmp/frag.trace" --json --csv 2>&1) && fail "--json --csv accepted"
+grep -q -- "--json and --csv are two outputs" <<<"$err" || fail "--json --csv: $err"
+err=$("$GPURT" whatif "$tmp/frag.trace" --capacity 1M 2>&1) && fail "--capacity 1M accepted"
+grep -q "a paged device holds whole 2 MiB pages" <<<"$err" || fail "--capacity 1M: $err"
+echo "ok: refusals"
