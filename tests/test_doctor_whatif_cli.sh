@@ -43,3 +43,37 @@ grep -q -- "--json and --csv are two outputs" <<<"$err" || fail "--json --csv: $
 err=$("$GPURT" whatif "$tmp/frag.trace" --capacity 1M 2>&1) && fail "--capacity 1M accepted"
 grep -q "a paged device holds whole 2 MiB pages" <<<"$err" || fail "--capacity 1M: $err"
 echo "ok: refusals"
+
+# gpurt doctor on a fragmentation-bound OOM: two 20 MiB segments each with
+# one 9 MiB block live among 11 MiB free, then 12 MiB asked with 2 MiB free
+cat >"$tmp/pinned.trace" <<'TRACE'
+gpurt-trace 1
+segment_alloc - 20971520 0 - 0x10000000
+alloc 0 9437184 0 - 0x10000000
+alloc 1 9437184 0 - 0x10900000
+segment_alloc - 20971520 0 - 0x11400000
+alloc 2 9437184 0 - 0x11400000
+alloc 3 9437184 0 - 0x11d00000
+free 0 9437184 0 - 0x10000000
+free 2 9437184 0 - 0x11400000
+oom - 12582912 0 - 2097152
+%segment 0x10000000 20971520 0 large 0
+%block 0x10000000 9437184 0 inactive
+%block 0x10900000 9437184 9437184 active_allocated
+%block 0x11200000 2097152 0 inactive
+%segment 0x11400000 20971520 0 large 0
+%block 0x11400000 9437184 0 inactive
+%block 0x11d00000 9437184 9437184 active_allocated
+%block 0x12600000 2097152 0 inactive
+TRACE
+out=$("$GPURT" doctor "$tmp/pinned.trace") || fail "doctor failed: $out"
+grep -q "^verdict: fragmentation-bound$" <<<"$out" || fail "doctor verdict: $out"
+grep -q "fit in the 42.00 MiB the process had (40.00 MiB reserved + 2.00 MiB free)" <<<"$out" || fail "why: $out"
+grep -qE "^  0x10000000 +20.00 MiB segment, +11.00 MiB free, 1 live block" <<<"$out" || fail "pinned: $out"
+grep -q "capacity: the snapshot's first OOM" <<<"$out" || fail "capacity: $out"
+grep -qE "^  (PYTORCH_CUDA_ALLOC_CONF=|keep the snapshot's settings)" <<<"$out" || fail "recommendation: $out"
+json=$("$GPURT" doctor "$tmp/pinned.trace" --json) || fail "doctor --json failed"
+grep -q '"verdict": "fragmentation-bound"' <<<"$json" || fail "doctor --json: $json"
+"$GPURT" doctor "$tmp/pinned.trace" --fail-on-oom >/dev/null
+[ $? -eq 3 ] || fail "doctor --fail-on-oom: the snapshot's settings OOM at 42 MiB, exit should be 3"
+echo "ok: doctor"

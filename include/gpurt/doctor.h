@@ -1,7 +1,9 @@
-/* gpurt/doctor.h — the memory doctor's what-if sweep: a recorded PyTorch
- * snapshot replayed under allocator settings it was not run with, at the
- * capacity the user asks about, to find the PYTORCH_CUDA_ALLOC_CONF that
- * would have avoided its OOMs or saved its memory.
+/* gpurt/doctor.h — the memory doctor: a recorded PyTorch snapshot examined
+ * (what it held at its peak and its first OOM, whether that OOM was demand
+ * or fragmentation, which segments live blocks pinned), and the what-if
+ * sweep: the snapshot replayed under allocator settings it was not run
+ * with, at the capacity the user asks about, to find the
+ * PYTORCH_CUDA_ALLOC_CONF that would have avoided its OOMs or saved memory.
  *
  * Each row is one replay of the whole trace by the caching policy, first fit
  * on the simulated device the options name (paged unless asked otherwise:
@@ -63,6 +65,56 @@ GRT_API GRT_MUST_CHECK grt_status grt_whatif_run(const grt_trace *trace, const g
                                                  grt_whatif_row *rows, size_t n);
 
 GRT_API void grt_whatif_free(grt_whatif_row *rows);
+
+/* ---- the diagnosis: what the recorded run held, and why it failed ---- */
+
+typedef enum grt_doctor_verdict {
+  GRT_DOCTOR_HEALTHY = 0,          /* no OOM recorded */
+  GRT_DOCTOR_DEMAND_BOUND,         /* live memory plus the request exceeded the process's memory */
+  GRT_DOCTOR_FRAGMENTATION_BOUND   /* it fitted: the cache's layout did not */
+} grt_doctor_verdict;
+
+/* The allocator's state at one moment of the faithful replay (it places
+ * every allocation where PyTorch did: docs/REPLAY.md, Fidelity). */
+typedef struct grt_doctor_moment {
+  bool valid;
+  uint64_t event;                  /* the event index just applied */
+  uint64_t reserved, allocated, requested; /* bytes: segments, active blocks, what was asked for */
+  uint64_t internal_fragmentation; /* allocated - requested (rounding, unsplit remainders) */
+  uint64_t external_fragmentation; /* reserved - allocated (cached free blocks) */
+  uint64_t releasable;             /* of those, what an empty_cache would give back */
+  uint64_t largest_free;           /* the largest cached free block */
+  uint64_t request;                /* at an OOM: the request that failed */
+  uint64_t device_free;            /* at an OOM: the free device bytes PyTorch saw */
+} grt_doctor_moment;
+
+#define GRT_DOCTOR_MAX_PINNED 8
+
+/* A segment an empty_cache cannot give back because live blocks pin it. */
+typedef struct grt_doctor_pinned {
+  grt_devptr address;              /* recorded address */
+  uint64_t size, free_bytes;       /* the segment, and its cached free bytes */
+  uint64_t live_blocks, live_bytes;
+  uint64_t first_live_event;       /* the alloc event of its lowest live block (its frames: that event's stack) */
+} grt_doctor_pinned;
+
+typedef struct grt_doctor_report {
+  grt_doctor_verdict verdict;
+  char why[320];                   /* the numbers behind the verdict, in a sentence */
+  uint64_t process_memory;         /* reserved + free at the first OOM (0: no OOM recorded) */
+  grt_doctor_moment peak;          /* at the peak of reserved bytes */
+  grt_doctor_moment oom;           /* just after the first recorded OOM (its release path run) */
+  grt_doctor_pinned pinned[GRT_DOCTOR_MAX_PINNED]; /* at the OOM, else the peak: most free bytes first */
+  size_t n_pinned;
+  bool partial;                    /* the trace began mid-run: the start was rebuilt */
+} grt_doctor_report;
+
+/* Replays a PyTorch snapshot faithfully (rebuilt start, recorded addresses,
+ * recorded OOMs replayed) and reports the state at its peak and at its
+ * first OOM, the verdict, and the segments live blocks pin. err (may be
+ * NULL) gets the reason of a failure. */
+GRT_API GRT_MUST_CHECK grt_status grt_doctor_examine(const grt_trace *trace, grt_doctor_report *out, char *err,
+                                                     size_t err_size);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@ int grt_cmd_serve_demo(int argc, char **argv);
 int grt_cmd_replay(int argc, char **argv);
 int grt_cmd_compare(int argc, char **argv);
 int grt_cmd_whatif(int argc, char **argv);
+int grt_cmd_doctor(int argc, char **argv);
 
 /* Demos (tools/gpurt/demo_*.c). */
 int grt_demo_frag(int argc, char **argv);

@@ -19,6 +19,7 @@ static const grt_cli_command commands[] = {
     {"replay", "replay a trace through an allocator: summary, series, fidelity, report, live /metrics",
      grt_cmd_replay},
     {"compare", "one table across allocator policies and traces", grt_cmd_compare},
+    {"doctor", "why a snapshot OOMed (demand or fragmentation) and the setting that fixes it", grt_cmd_doctor},
     {"whatif", "a snapshot replayed under every PYTORCH_CUDA_ALLOC_CONF worth trying", grt_cmd_whatif},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

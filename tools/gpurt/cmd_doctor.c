@@ -1,0 +1,207 @@
+/* cmd_doctor.c — `gpurt doctor SNAPSHOT`: one screen for a person whose run
+ * OOMed or whose reserved memory dwarfs its allocated memory: the verdict
+ * and the numbers behind it, the segments live blocks pin, and the setting
+ * to paste, with what it saves (gpurt/doctor.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_opts.h"
+#include "cli_status.h"
+#include "gpurt/doctor.h"
+#include "replay_run.h"
+#include "replay_util.h"
+#include "whatif_run.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: gpurt doctor SNAPSHOT [--capacity BYTES] [--device N] [--device-model paged|contiguous]\n"
+          "                    [--json] [--fail-on-oom]\n\n"
+          "Examines a PyTorch memory snapshot: whether its OOM was demand or fragmentation (with the numbers\n"
+          "at the peak and at the first OOM, from the faithful replay), the segments live blocks pin, and\n"
+          "the PYTORCH_CUDA_ALLOC_CONF that would have done best at the capacity (default: the memory the\n"
+          "snapshot shows the process had at its first OOM), with what it saves (the `gpurt whatif` sweep).\n"
+          "  --fail-on-oom     exit 3 when the snapshot's own settings OOM at the capacity\n");
+}
+
+enum { DR_CAPACITY = 256, DR_DEVICE, DR_DEVICE_MODEL, DR_JSON, DR_FAIL };
+
+static const struct option doctor_options[] = {
+    {"capacity", required_argument, NULL, DR_CAPACITY},
+    {"device", required_argument, NULL, DR_DEVICE},
+    {"device-model", required_argument, NULL, DR_DEVICE_MODEL},
+    {"json", no_argument, NULL, DR_JSON},
+    {"fail-on-oom", no_argument, NULL, DR_FAIL},
+    CLI_OPT_HELP_ENTRY,
+    {NULL, 0, NULL, 0},
+};
+
+static bool doctor_arg(const cli_opts *p, int c, cli_whatif_args *a) {
+  switch (c) {
+  case DR_CAPACITY: return cli_opt_bytes(p, &a->o.capacity);
+  case DR_DEVICE: return cli_opt_device(p, &a->device);
+  case DR_DEVICE_MODEL: return cli_opt_device_model(p, &a->o.device_model);
+  case DR_JSON: a->json = true; return true;
+  case DR_FAIL: a->fail_on_oom = true; return true;
+  case CLI_OPT_POSITIONAL:
+    if (a->path) {
+      cli_opts_fail(p, "one snapshot at a time");
+      return false;
+    }
+    a->path = p->arg;
+    return true;
+  default: return false; /* CLI_OPT_ERROR: already reported */
+  }
+}
+
+static const char *verdict_name(grt_doctor_verdict v) {
+  return v == GRT_DOCTOR_DEMAND_BOUND ? "demand-bound" : v == GRT_DOCTOR_FRAGMENTATION_BOUND ? "fragmentation-bound"
+                                                                                              : "healthy";
+}
+
+static void print_moment(const char *what, const grt_doctor_moment *m) {
+  char b[7][32];
+  if (!m->valid) return;
+  printf("  %-12s reserved %s, allocated %s (requested %s), largest free block %s\n", what,
+         grt_format_bytes(m->reserved, b[0], 32), grt_format_bytes(m->allocated, b[1], 32),
+         grt_format_bytes(m->requested, b[2], 32), grt_format_bytes(m->largest_free, b[3], 32));
+  printf("  %-12s fragmentation: internal %s (rounding), external %s (cached free: %s releasable, %s pinned)\n", "",
+         grt_format_bytes(m->internal_fragmentation, b[4], 32), grt_format_bytes(m->external_fragmentation, b[5], 32),
+         grt_format_bytes(m->releasable, b[6], 32),
+         grt_format_bytes(m->external_fragmentation - (m->releasable < m->external_fragmentation ? m->releasable
+                                                                                                  : m->external_fragmentation),
+                          b[0], 32));
+}
+
+static void print_pinned(const grt_doctor_report *rep) {
+  char b[3][32];
+  if (!rep->n_pinned) return;
+  printf("\nsegments an empty_cache cannot give back (live blocks pin their free bytes), at the %s:\n",
+         rep->oom.valid ? "first OOM" : "peak");
+  for (size_t i = 0; i < rep->n_pinned; i++) {
+    const grt_doctor_pinned *p = &rep->pinned[i];
+    printf("  0x%" PRIx64 "  %9s segment, %9s free, %" PRIu64 " live block%s (%s)", p->address,
+           grt_format_bytes(p->size, b[0], 32), grt_format_bytes(p->free_bytes, b[1], 32), p->live_blocks,
+           p->live_blocks == 1 ? "" : "s", grt_format_bytes(p->live_bytes, b[2], 32));
+    if (p->first_live_event != UINT64_MAX) printf("; first allocated at event %" PRIu64, p->first_live_event);
+    printf("\n");
+  }
+}
+
+/* The recommendation: the sweep's best row against the snapshot's own settings. */
+static void print_recommendation(const cli_whatif *w, const cli_whatif_args *a) {
+  char b[3][32];
+  const grt_whatif_row *own = NULL;
+  for (size_t i = 0; i < w->n; i++)
+    if (!w->rows[i].conf[0]) own = &w->rows[i];
+  long best = cli_whatif_best(w);
+  printf("\nrecommendation (%zu settings replayed on a %s %s; capacity: %s):\n", w->n,
+         w->capacity ? grt_format_bytes(w->capacity, b[0], 32) : "1 TiB", cli_device_model_words(a->o.device_model),
+         w->capacity_from);
+  if (!own || own->status) {
+    printf("  none: the snapshot's own settings could not be replayed\n");
+    return;
+  }
+  if (best < 0) {
+    printf("  keep the snapshot's settings: no setting tried does better (%" PRIu64 " OOMs, peak reserved %s)\n",
+           own->ooms, grt_format_bytes(own->peak_reserved, b[0], 32));
+    return;
+  }
+  const grt_whatif_row *r = &w->rows[best];
+  printf("  PYTORCH_CUDA_ALLOC_CONF=%s\n", r->conf);
+  printf("  OOMs %" PRIu64 " -> %" PRIu64 ", peak reserved %s -> %s", own->ooms, r->ooms,
+         grt_format_bytes(own->peak_reserved, b[0], 32), grt_format_bytes(r->peak_reserved, b[1], 32));
+  if (r->peak_reserved < own->peak_reserved)
+    printf(" (saves %s)", grt_format_bytes(own->peak_reserved - r->peak_reserved, b[2], 32));
+  printf(", device calls %" PRIu64 " -> %" PRIu64 "\n", own->device_mallocs + own->device_frees,
+         r->device_mallocs + r->device_frees);
+  printf("  (both replayed the same way; `gpurt whatif %s` shows every setting)\n", cli_basename(a->path));
+}
+
+static void print_text(const grt_doctor_report *rep, const cli_whatif *w, const cli_whatif_args *a) {
+  printf("gpurt doctor: %s (device %d)\n\n", cli_basename(a->path), a->device);
+  printf("verdict: %s\n  %s\n\n", verdict_name(rep->verdict), rep->why);
+  print_moment("at the peak:", &rep->peak);
+  print_moment("at the OOM:", &rep->oom);
+  if (rep->partial) printf("  (the trace began mid-run: the state when recording began was rebuilt)\n");
+  print_pinned(rep);
+  print_recommendation(w, a);
+}
+
+static void json_moment(const char *name, const grt_doctor_moment *m, bool comma) {
+  if (!m->valid) {
+    printf("\"%s\": null%s", name, comma ? ", " : "");
+    return;
+  }
+  printf("\"%s\": {\"event\": %" PRIu64 ", \"reserved\": %" PRIu64 ", \"allocated\": %" PRIu64 ", \"requested\": %" PRIu64
+         ", \"internal_fragmentation\": %" PRIu64 ", \"external_fragmentation\": %" PRIu64 ", \"releasable\": %" PRIu64
+         ", \"largest_free\": %" PRIu64 ", \"request\": %" PRIu64 ", \"device_free\": %" PRIu64 "}%s",
+         name, m->event, m->reserved, m->allocated, m->requested, m->internal_fragmentation, m->external_fragmentation,
+         m->releasable, m->largest_free, m->request, m->device_free, comma ? ", " : "");
+}
+
+static void print_json(const grt_doctor_report *rep, const cli_whatif *w, const cli_whatif_args *a) {
+  long best = cli_whatif_best(w);
+  printf("{\"snapshot\": \"%s\", \"device\": %d, \"verdict\": \"%s\", \"why\": \"%s\", \"process_memory\": %" PRIu64 ", ",
+         cli_basename(a->path), a->device, verdict_name(rep->verdict), rep->why, rep->process_memory);
+  json_moment("peak", &rep->peak, true);
+  json_moment("oom", &rep->oom, true);
+  printf("\"pinned\": [");
+  for (size_t i = 0; i < rep->n_pinned; i++)
+    printf("%s{\"address\": %" PRIu64 ", \"size\": %" PRIu64 ", \"free\": %" PRIu64 ", \"live_blocks\": %" PRIu64 "}",
+           i ? ", " : "", rep->pinned[i].address, rep->pinned[i].size, rep->pinned[i].free_bytes,
+           rep->pinned[i].live_blocks);
+  printf("], \"capacity\": %" PRIu64 ", \"device_model\": \"%s\", \"recommendation\": %s%s%s}\n", w->capacity,
+         grt_device_model_name(a->o.device_model), best < 0 ? "" : "\"", best < 0 ? "null" : w->rows[best].conf,
+         best < 0 ? "" : "\"");
+}
+
+static int doctor_loaded(const grt_trace *t, const cli_whatif_args *a) {
+  grt_doctor_report rep;
+  char err[512];
+  grt_status st = grt_doctor_examine(t, &rep, err, sizeof err);
+  if (st) {
+    fprintf(stderr, "gpurt doctor: %s: %s (%s)\n", cli_basename(a->path), err, grt_status_str(st));
+    return 1;
+  }
+  cli_whatif w;
+  int rc = cli_whatif_sweep(t, a, &w);
+  if (rc) return rc;
+  if (a->json)
+    print_json(&rep, &w, a);
+  else
+    print_text(&rep, &w, a);
+  for (size_t i = 0; i < w.n && a->fail_on_oom; i++)
+    if (!w.rows[i].conf[0] && (w.rows[i].status || w.rows[i].ooms)) rc = 3;
+  cli_whatif_free(&w);
+  return rc;
+}
+
+int grt_cmd_doctor(int argc, char **argv) {
+  cli_whatif_args a;
+  memset(&a, 0, sizeof a);
+  grt_whatif_options_default(&a.o);
+  cli_opts p;
+  cli_opts_init(&p, "doctor", argc, argv, doctor_options, false);
+  if (p.help) {
+    usage(stdout);
+    return 0;
+  }
+  for (int c; (c = cli_opts_next(&p)) != CLI_OPT_END;)
+    if (!doctor_arg(&p, c, &a)) return 2;
+  if (!a.path) {
+    usage(stderr);
+    return 2;
+  }
+  if (a.o.capacity && a.o.capacity < GRT_SMALL_BUFFER && a.o.device_model == GRT_DEVICE_MODEL_PAGED)
+    return cli_opts_fail(&p, "--capacity below 2 MiB: a paged device holds whole 2 MiB pages "
+                             "(or choose --device-model contiguous)");
+  grt_trace *t = cli_load_trace("doctor", a.path, a.device);
+  if (!t) return 1;
+  int rc = doctor_loaded(t, &a);
+  grt_status st = grt_trace_destroy(t);
+  if (st && !rc) rc = cli_fail_status("doctor", "grt_trace_destroy", st, NULL);
+  return rc;
+}
