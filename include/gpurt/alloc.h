@@ -61,11 +61,17 @@ typedef enum grt_fit_policy {
 } grt_fit_policy;
 
 typedef struct grt_alloc_config {
-  uint64_t max_split_size;          /* bytes; GRT_UNLIMITED (default) or >= 20 MiB */
+  uint64_t max_split_size; /* bytes; GRT_UNLIMITED (default) or > 20 MiB: blocks this large are not split */
+  /* bytes; default 20 MiB (kLargeBuffer): a request of max_split_size or more
+     takes a cached block only if it is less than this much larger */
+  uint64_t max_non_split_rounding;
   /* roundup_power2_divisions per power-of-two interval: entry i covers sizes in
      [2^(20+i), 2^(21+i)) (entry 0 also everything below 1 MiB, the last one
      everything above). 0 or 1 = plain 512-byte rounding (default). */
   unsigned roundup_power2_divisions[GRT_ROUNDUP_INTERVALS];
+  /* bytes; GRT_UNLIMITED (default): sizes above it round to 512 bytes whatever
+     the divisions (roundup_bypass_threshold_mb of older PyTorch, e.g. 1.13) */
+  uint64_t roundup_bypass_threshold;
   double garbage_collection_threshold; /* 0 = off; else in (0, 1), needs memory_fraction */
   double memory_fraction;              /* 0 = no limit; else share of device capacity usable */
   int expandable_segments;             /* 0/1 */
@@ -84,16 +90,40 @@ typedef struct grt_alloc_config {
 /* Defaults = PyTorch's defaults. */
 GRT_API void grt_alloc_config_default(grt_alloc_config *cfg);
 
-/* Parses a PyTorch-style configuration string into cfg, e.g.
- * "max_split_size_mb:64,roundup_power2_divisions:[256:1,512:2,>:4],expandable_segments:True".
- * Keys: max_split_size_mb, roundup_power2_divisions (a number or a [MB:div,...,>:div] list),
- * garbage_collection_threshold, expandable_segments, and gpurt's own: cross_stream (never|with_event),
- * fit (best|first), merge_on_free (True|False), empty_cache_idle_cycles (N), shards (N).
- * On error returns GRT_ERR_PARSE, writes a reason into err (if non-NULL) and leaves cfg unchanged. */
+/* A notes buffer of this size holds every note grt_alloc_config_parse_notes writes. */
+#define GRT_ALLOC_CONFIG_NOTES_SIZE 4096
+
+/* Parses a PYTORCH_CUDA_ALLOC_CONF string over cfg (keys it does not name keep
+ * their values), in PyTorch's syntax: "key:value" settings separated by ','
+ * (whitespace ignored, keys and True/False case-sensitive), list values in
+ * brackets, e.g. "expandable_segments:True,roundup_power2_divisions:[256:1,512:2,>:4]".
+ * Every key of PyTorch's parsers (1.13 to the newest) is accepted with PyTorch's
+ * limits; docs/ALLOCATORS.md ("The configuration string") lists what each does
+ * in the model. gpurt's own keys: cross_stream (never|with_event), fit
+ * (best|first), merge_on_free (True|False), empty_cache_idle_cycles (N), shards (N).
+ * Errors leave cfg unchanged and write the reason into err (if non-NULL):
+ *   GRT_ERR_PARSE        a syntax error, an unknown key ("unknown key 'x'"), a
+ *                        value outside PyTorch's limits or not a plain number;
+ *   GRT_ERR_UNSUPPORTED  a value PyTorch takes whose effect the model lacks
+ *                        (backend:cudaMallocAsync, per_process_memory_fraction:0,
+ *                        large_segment_size_mb other than 20);
+ *   GRT_ERR_INVALID_ARG  cfg or text NULL.
+ * notes (if non-NULL) receives one line per setting accepted without effect on
+ * the model's decisions, and for a garbage_collection_threshold without a memory
+ * fraction ("key: why\n" each, in the order the keys appear; a line that does not
+ * fit notes_size is left out). It is the empty string after a failure. */
+GRT_API GRT_MUST_CHECK grt_status grt_alloc_config_parse_notes(grt_alloc_config *cfg, const char *text, char *err,
+                                                               size_t err_size, char *notes, size_t notes_size);
+
+/* grt_alloc_config_parse_notes without the notes. */
 GRT_API GRT_MUST_CHECK grt_status grt_alloc_config_parse(grt_alloc_config *cfg, const char *text, char *err,
                                                          size_t err_size);
 
-/* Applies the GRT_ALLOC_CONF environment variable (if set) over cfg. */
+/* Applies the first of these environment variables that is set (even to "")
+ * over cfg: GRT_ALLOC_CONF, then PyTorch's PYTORCH_CUDA_ALLOC_CONF,
+ * PYTORCH_HIP_ALLOC_CONF and PYTORCH_ALLOC_CONF, in the order PyTorch's newest
+ * versions read them. None set: GRT_OK, cfg unchanged. A parse error's message
+ * starts with the variable's name ("PYTORCH_CUDA_ALLOC_CONF: unknown key 'x'"). */
 GRT_API GRT_MUST_CHECK grt_status grt_alloc_config_from_env(grt_alloc_config *cfg, char *err, size_t err_size);
 
 /* PyTorch's round_size(): the block size a request of `size` bytes occupies. */

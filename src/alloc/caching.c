@@ -169,11 +169,11 @@ typedef struct params {
   int release_reserved; /* room for a release (the unmaps of a flush) is reserved */
 } params;
 
-/* PyTorch's max_split_size rules for taking a cached block of size bsize. */
+/* PyTorch's max_split_size rules for taking a cached block of size bsize >= size. */
 static int oversize_refused(const grt_allocator *a, uint64_t size, uint64_t bsize) {
   uint64_t mss = a->cfg.max_split_size;
-  if (size < mss && bsize >= mss) return 1;                        /* small request, oversize block */
-  if (size >= mss && bsize >= size + GRT_LARGE_BUFFER) return 1;   /* too much waste */
+  if (size < mss && bsize >= mss) return 1;                                   /* small request, oversize block */
+  if (size >= mss && bsize - size >= a->cfg.max_non_split_rounding) return 1; /* too much waste */
   return 0;
 }
 

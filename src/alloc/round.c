@@ -4,6 +4,8 @@
  * size's interval and size > 512*d -> the next 1/d step of the power-of-two
  * interval (a power of two stays as is); else the next multiple of 512.
  * The d used is floor-log2-exact as in PT: the step is floor(2^k / 2^floor(log2 d)).
+ * Sizes above roundup_bypass_threshold skip the divisions (roundup_bypass_threshold_mb
+ * of older PyTorch, e.g. 1.13; its default, unlimited, skips none).
  */
 #include "alloc/allocator_impl.h"
 
@@ -32,7 +34,7 @@ uint64_t grt_alloc_round_size(const grt_alloc_config *cfg, uint64_t size) {
     cfg = &defaults;
   }
   if (size < GRT_MIN_BLOCK_SIZE) return GRT_MIN_BLOCK_SIZE;
-  unsigned d = divisions_for(cfg, size);
+  unsigned d = size > cfg->roundup_bypass_threshold ? 0 : divisions_for(cfg, size);
   if (d > 1 && size > GRT_MIN_BLOCK_SIZE * d) return roundup_power2_next_division(size, d);
   return GRT_MIN_BLOCK_SIZE * ((size + GRT_MIN_BLOCK_SIZE - 1) / GRT_MIN_BLOCK_SIZE);
 }
