@@ -111,6 +111,12 @@ refused "--capacity below 2 MiB: a paged device holds whole 2 MiB pages" replay 
 refused "option '--device-model' wants one of contiguous, paged, got 'flat'" replay "$TRACE" --device-model flat
 refused "option '--device-model' .*got 'flat'" compare "$TRACE" --device-model flat
 refused "--fidelity does not combine with --device-model" replay "$TRACE" --fidelity --device-model paged
+refused "--fidelity does not combine with --fail-on-oom" replay "$TRACE" --fidelity --fail-on-oom
+refused "--serve does not combine" replay "$TRACE" --serve 127.0.0.1:0 --fail-on-oom
+# the trace's recorded allocate failure fails again: exit 3 with --fail-on-oom, 0 without
+"$GPURT" replay "$TRACE" --no-search --fail-on-oom >/dev/null 2>&1
+[ $? -eq 3 ] || fail "replay --fail-on-oom: the recorded failure fails again, exit should be 3"
+ok replay "$TRACE" --no-search
 for bad in abc -1 1x "" 1e400 nan 10000001; do
   refused "option '--rate' wants a number from 0 to 1e\+07, got '$bad'" \
     replay "$TRACE" --serve 127.0.0.1:0 --rate "$bad"

@@ -31,6 +31,7 @@ static void usage(FILE *f) {
           "  --device-model M  the simulated device: paged (default: any free 2 MiB pages serve a\n"
           "                    request) or contiguous (first fit: a request needs one hole); which\n"
           "                    one cudaMalloc follows is not yet measured (docs/CONFORMANCE.md)\n"
+          "  --fail-on-oom     exit 3 when the replay had an OOM (a CI gate: \"this trace still fits\")\n"
           "  --from-empty      PyTorch snapshots: start from an empty allocator (default: the state\n"
           "                    rebuilt for the moment recording began, so peaks count memory that was\n"
           "                    in use before it)\n"
@@ -174,14 +175,14 @@ typedef struct replay_args {
   cli_serve_opts so;
   const char *path, *html;
   bool csv, json, fidelity, serve, search, no_search;
-  bool device_set, model_set;
+  bool device_set, model_set, fail_on_oom;
   const char *serve_only; /* the last of --rate, --wait-scrape, --linger given */
 } replay_args;
 
 enum {
   RP_POLICY = 256, RP_CAPACITY, RP_CONF, RP_PLACEMENT, RP_NO_RELEASES, RP_DEVICE, RP_SEARCH, RP_NO_SEARCH,
   RP_CSV, RP_JSON, RP_HTML, RP_FIDELITY, RP_SERVE, RP_RATE, RP_WAIT_SCRAPE, RP_LINGER, RP_FROM_EMPTY,
-  RP_DEVICE_MODEL
+  RP_DEVICE_MODEL, RP_FAIL_ON_OOM
 };
 
 static const struct option replay_options[] = {
@@ -193,6 +194,7 @@ static const struct option replay_options[] = {
     {"device", required_argument, NULL, RP_DEVICE},
     {"from-empty", no_argument, NULL, RP_FROM_EMPTY},
     {"device-model", required_argument, NULL, RP_DEVICE_MODEL},
+    {"fail-on-oom", no_argument, NULL, RP_FAIL_ON_OOM},
     {"search", no_argument, NULL, RP_SEARCH},
     {"no-search", no_argument, NULL, RP_NO_SEARCH},
     {"csv", no_argument, NULL, RP_CSV},
@@ -224,6 +226,7 @@ static bool replay_option(const cli_opts *p, int c, replay_args *a) {
     return true;
   case RP_NO_RELEASES: a->o.honor_releases = false; return true;
   case RP_FROM_EMPTY: a->o.from_empty = true; return true;
+  case RP_FAIL_ON_OOM: a->fail_on_oom = true; return true;
   case RP_DEVICE_MODEL: a->model_set = true; return cli_opt_device_model(p, &a->o.device_model);
   case RP_DEVICE: a->device_set = true; return cli_opt_device(p, &a->o.device);
   case RP_SEARCH: a->search = true; return true;
@@ -253,6 +256,7 @@ static const char *fidelity_conflict(const replay_args *a) {
   if (a->o.conf) return "--conf (it replays the snapshot's own settings)";
   if (a->o.from_empty) return "--from-empty (it starts from the snapshot's own start)";
   if (a->model_set) return "--device-model (it hands out the recorded addresses)";
+  if (a->fail_on_oom) return "--fail-on-oom (it scores the recorded OOMs)";
   if (!a->o.honor_releases) return "--no-releases (it replays the recorded releases)";
   if (a->search) return "--search";
   if (a->csv) return "--csv";
@@ -265,8 +269,9 @@ static int replay_conflicts(const cli_opts *p, const replay_args *a) {
   if (a->csv && a->json) return cli_opts_fail(p, "--csv and --json are two outputs; pick one");
   if (a->search && a->no_search) return cli_opts_fail(p, "--search and --no-search contradict each other");
   if (a->serve_only && !a->serve) return cli_opts_fail(p, "--%s goes with --serve HOST:PORT", a->serve_only);
-  if (a->serve && (a->fidelity || a->csv || a->json || a->html || a->search))
-    return cli_opts_fail(p, "--serve does not combine with --fidelity, --csv, --json, --html or --search");
+  if (a->serve && (a->fidelity || a->csv || a->json || a->html || a->search || a->fail_on_oom))
+    return cli_opts_fail(p, "--serve does not combine with --fidelity, --csv, --json, --html, --search or "
+                            "--fail-on-oom");
   if (a->o.capacity && a->o.capacity < GRT_SMALL_BUFFER && a->o.device_model == GRT_DEVICE_MODEL_PAGED)
     return cli_opts_fail(p, "--capacity below 2 MiB: a paged device holds whole 2 MiB pages "
                             "(or choose --device-model contiguous)");
@@ -333,6 +338,7 @@ int grt_cmd_replay(int argc, char **argv) {
     rc = cli_write_html(html, cli_basename(path), &run, 1);
     if (!rc && !csv && !json) printf("\nreport: %s\n", html);
   }
+  if (!rc && a.fail_on_oom && run.sum.ooms) rc = 3;
   cli_run_free(&run);
   return rc;
 }
