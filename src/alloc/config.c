@@ -197,7 +197,7 @@ static const char NOTE_GC[] = "no effect without a memory fraction: PyTorch coll
 
 static grt_status key_max_split_size(parser *ps, grt_alloc_config *c, const key_def *k, const char **note) {
   token v;
-  uint64_t mb;
+  uint64_t mb = 0;
   grt_status st = count_value(ps, k->name, " of MB", &v, &mb);
   if (st) return st;
   /* > 20 as c10/cuda/CUDAAllocatorConfig.cpp requires; c10/core/AllocatorConfig.cpp
@@ -210,7 +210,7 @@ static grt_status key_max_split_size(parser *ps, grt_alloc_config *c, const key_
 
 static grt_status key_max_non_split_rounding(parser *ps, grt_alloc_config *c, const key_def *k, const char **note) {
   token v;
-  uint64_t mb;
+  uint64_t mb = 0;
   grt_status st = count_value(ps, k->name, " of MB", &v, &mb);
   if (st) return st;
   if (mb < GRT_LARGE_BUFFER / GRT_MiB) return fail(ps, "%s: %s MB is too small, must be >= 20", k->name, v.text);
@@ -281,7 +281,7 @@ static grt_status divisions_list(parser *ps, grt_alloc_config *c, const char *ke
 
 static grt_status key_divisions(parser *ps, grt_alloc_config *c, const key_def *k, const char **note) {
   token v;
-  uint64_t div;
+  uint64_t div = 0;
   const char *before = ps->p;
   grt_status st = next(ps, &v);
   if (st) return st;
@@ -298,7 +298,7 @@ static grt_status key_divisions(parser *ps, grt_alloc_config *c, const key_def *
 
 static grt_status key_bypass(parser *ps, grt_alloc_config *c, const key_def *k, const char **note) {
   token v;
-  uint64_t mb;
+  uint64_t mb = 0;
   grt_status st = count_value(ps, k->name, " of MB", &v, &mb);
   if (st) return st;
   c->roundup_bypass_threshold = mb_bytes(mb);
@@ -340,7 +340,7 @@ static grt_status key_note_bool(parser *ps, grt_alloc_config *c, const key_def *
 
 static grt_status key_register_threads(parser *ps, grt_alloc_config *c, const key_def *k, const char **note) {
   token v;
-  uint64_t n;
+  uint64_t n = 0;
   grt_status st = count_value(ps, k->name, "", &v, &n);
   (void)c;
   if (st) return st;
@@ -354,7 +354,7 @@ static grt_status key_register_threads(parser *ps, grt_alloc_config *c, const ke
  * the reserved segment's size positive; the other sizes may be 0. */
 static grt_status key_pinned_mb(parser *ps, grt_alloc_config *c, const key_def *k, const char **note) {
   token v;
-  uint64_t mb;
+  uint64_t mb = 0;
   grt_status st = count_value(ps, k->name, " of MB", &v, &mb);
   (void)c;
   if (st) return st;
@@ -381,7 +381,7 @@ static grt_status key_fraction(parser *ps, grt_alloc_config *c, const key_def *k
 
 static grt_status key_large_segment(parser *ps, grt_alloc_config *c, const key_def *k, const char **note) {
   token v;
-  uint64_t mb;
+  uint64_t mb = 0;
   grt_status st = count_value(ps, k->name, " of MB", &v, &mb);
   (void)c;
   if (st) return st;
@@ -430,7 +430,7 @@ static grt_status key_fit(parser *ps, grt_alloc_config *c, const key_def *k, con
 
 static grt_status key_shards(parser *ps, grt_alloc_config *c, const key_def *k, const char **note) {
   token v;
-  uint64_t n;
+  uint64_t n = 0;
   grt_status st = value(ps, k->name, &v);
   if (st) return st;
   if (parse_u64(v.text, &n) != 1 || n < 1 || n > 64)
@@ -442,7 +442,7 @@ static grt_status key_shards(parser *ps, grt_alloc_config *c, const key_def *k, 
 
 static grt_status key_idle_cycles(parser *ps, grt_alloc_config *c, const key_def *k, const char **note) {
   token v;
-  uint64_t n;
+  uint64_t n = 0;
   grt_status st = value(ps, k->name, &v);
   if (st) return st;
   if (parse_u64(v.text, &n) != 1 || n > 1000000) return fail(ps, "%s: '%s' is not a count", k->name, v.text);
