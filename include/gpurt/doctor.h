@@ -52,8 +52,9 @@ GRT_API void grt_whatif_options_default(grt_whatif_options *o);
 
 /* The settings worth trying on this trace, fitted to its sizes: as recorded;
  * expandable_segments; a max_split_size_mb ladder between 20 MiB and its
- * largest request; roundup_power2_divisions; and the combinations known to
- * interact (expandable with max_split). *rows (free with grt_whatif_free)
+ * largest request; roundup_power2_divisions; garbage_collection_threshold
+ * under a 0.95 memory fraction (it acts only under one); and the
+ * combinations known to interact (expandable with max_split). *rows (free with grt_whatif_free)
  * gets one row per setting, figures zeroed. */
 GRT_API GRT_MUST_CHECK grt_status grt_whatif_sweep(const grt_trace *trace, grt_whatif_row **rows, size_t *n);
 

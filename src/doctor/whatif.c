@@ -63,6 +63,9 @@ grt_status grt_whatif_sweep(const grt_trace *trace, grt_whatif_row **out, size_t
   for (size_t i = 0; i < n_mb; i += 2)
     add(rows, &n, "expandable_segments:True,max_split_size_mb:%llu", (unsigned long long)mb[i]);
   add(rows, &n, "expandable_segments:True,roundup_power2_divisions:4", 0);
+  /* garbage collection acts only under a memory fraction (PyTorch's allowed_memory_maximum) */
+  add(rows, &n, "garbage_collection_threshold:0.6,per_process_memory_fraction:0.95", 0);
+  add(rows, &n, "garbage_collection_threshold:0.8,per_process_memory_fraction:0.95", 0);
   if (n_mb) add(rows, &n, "max_split_size_mb:%llu,roundup_power2_divisions:4", (unsigned long long)mb[n_mb / 2]);
   *out = rows;
   *n_out = n;

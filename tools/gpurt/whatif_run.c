@@ -78,20 +78,20 @@ static void print_table(const cli_whatif *w, const cli_whatif_args *a, const cha
   printf("caching policy, first fit on a %s %s; capacity: %s\n\n",
          w->capacity ? grt_format_bytes(w->capacity, b1, sizeof b1) : "1 TiB", cli_device_model_words(a->o.device_model),
          w->capacity_from);
-  printf("  %-54s %5s %9s %11s %11s %11s %9s %7s\n", "PYTORCH_CUDA_ALLOC_CONF (over the snapshot's own)", "OOMs", "rec.OOM ok", "peak resv",
+  printf("  %-66s %5s %9s %11s %11s %11s %9s %7s\n", "PYTORCH_CUDA_ALLOC_CONF (over the snapshot's own)", "OOMs", "rec.OOM ok", "peak resv",
          "end resv", "min cap", "dev calls", "retries");
   bool known = w->rec.reserved_peak > 0; /* a trace without segments says nothing of reserved memory */
-  printf("  %-54s %5" PRIu64 " %9s %11s %11s %11s %9" PRIu64 " %7s\n", "recorded run", w->rec.ooms, "-",
+  printf("  %-66s %5" PRIu64 " %9s %11s %11s %11s %9" PRIu64 " %7s\n", "recorded run", w->rec.ooms, "-",
          known ? grt_format_bytes(w->rec.reserved_peak, b1, sizeof b1) : "-",
          known ? grt_format_bytes(w->rec.reserved_end, b2, sizeof b2) : "-", "-",
          w->rec.device_mallocs + w->rec.device_frees, "-");
   for (size_t i = 0; i < w->n; i++) {
     const grt_whatif_row *r = &w->rows[i];
     if (r->status) {
-      printf("  %-54.54s  (%s)\n", label(r), r->note);
+      printf("  %-66.66s  (%s)\n", label(r), r->note);
       continue;
     }
-    printf("  %-54.54s %5" PRIu64 " %4" PRIu64 "/%-4" PRIu64 " %11s %11s %11s %9" PRIu64 " %7" PRIu64 "\n", label(r),
+    printf("  %-66.66s %5" PRIu64 " %4" PRIu64 "/%-4" PRIu64 " %11s %11s %11s %9" PRIu64 " %7" PRIu64 "\n", label(r),
            r->ooms, r->recorded_ooms_avoided, r->recorded_ooms, grt_format_bytes(r->peak_reserved, b1, sizeof b1),
            grt_format_bytes(r->final_reserved, b2, sizeof b2),
            r->min_capacity ? grt_format_bytes(r->min_capacity, b3, sizeof b3) : "-", r->device_mallocs + r->device_frees,
