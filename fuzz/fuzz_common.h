@@ -1,5 +1,6 @@
 /* fuzz_common.h — the shared libFuzzer body: load an input with one reader and, when it
- * loads, check that the native writer and reader reproduce it exactly (write -> read). */
+ * loads, check that the native writer and reader reproduce it exactly (write -> read), its
+ * stacks included, and that every stack folds to indices inside it. */
 #ifndef GRT_FUZZ_COMMON_H
 #define GRT_FUZZ_COMMON_H
 
@@ -8,6 +9,25 @@
 #include <string.h>
 
 #include "gpurt/trace.h"
+
+static inline void grt_fuzz_stacks(const grt_trace *t, const grt_trace *u, const grt_trace_info *a,
+                                   const grt_trace_info *b) {
+  if (a->n_stacks != b->n_stacks || a->n_frames != b->n_frames || (a->event_stack == NULL) != (b->event_stack == NULL))
+    abort();
+  for (size_t i = 0; a->event_stack && i < a->n_events; i++)
+    if (a->event_stack[i] != b->event_stack[i] || a->event_stack[i] > a->n_stacks) abort();
+  for (uint32_t s = 1; s <= a->n_stacks; s++) {
+    const grt_trace_frame *fa, *fb;
+    size_t na, nb, keep[8];
+    if (grt_trace_stack(t, s, &fa, &na) != GRT_OK || grt_trace_stack(u, s, &fb, &nb) != GRT_OK || na != nb || !na)
+      abort();
+    for (size_t i = 0; i < na; i++)
+      if (strcmp(fa[i].name, fb[i].name) || strcmp(fa[i].filename, fb[i].filename) || fa[i].line != fb[i].line) abort();
+    size_t k = grt_trace_frames_fold(fa, na, keep, 8);
+    for (size_t i = 0; i < k && i < 8; i++)
+      if (keep[i] >= na) abort();
+  }
+}
 
 static inline void grt_fuzz_round_trip(const grt_trace *t) {
   char *buf = NULL;
@@ -30,6 +50,7 @@ static inline void grt_fuzz_round_trip(const grt_trace *t) {
   if (a.n_events != b.n_events || a.n_ids != b.n_ids || a.n_segments != b.n_segments ||
       (a.n_events && memcmp(a.events, b.events, a.n_events * sizeof *a.events) != 0))
     abort();
+  grt_fuzz_stacks(t, u, &a, &b);
   if (grt_trace_destroy(u) != GRT_OK) abort();
   free(buf);
 }

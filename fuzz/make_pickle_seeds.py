@@ -2,7 +2,9 @@
 """Writes small hand-made PyTorch-snapshot-shaped pickles (plain dicts only) to fuzz/corpus/pytorch/.
 
 Seeds for fuzz_pytorch: every protocol from 2 to 5, with and without optional keys, block
-addresses present and absent, settings as a dict and as an int, several devices.
+addresses present and absent, settings as a dict and as an int, several devices, and stacks
+shaped like real ones (shared frame dicts the pickler memoizes, frames on blocks and segments,
+malformed entries the reader drops).
 Run from the repository root: python3 fuzz/make_pickle_seeds.py
 """
 import os
@@ -49,6 +51,24 @@ def snapshot(n_dev=1, with_addr=True, rp2_int=False, expandable=False):
             "allocator_settings": settings, "external_annotations": []}
 
 
+def with_stacks():
+    """Frames as PyTorch records them (innermost first), the same dict objects shared by events."""
+    s = snapshot()
+    rec = {"name": "torch::unwind::unwind()", "filename": "??", "line": 0}
+    alloc = {"name": "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate(unsigned long)",
+             "filename": "", "line": 0}
+    user = {"name": "forward", "filename": "/home/u/model.py", "line": 54}
+    top = {"name": "<module>", "filename": "/home/u/train.py", "line": -1}
+    stack = [rec, alloc, user, top]
+    for i, e in enumerate(s["device_traces"][0]):
+        e["frames"] = stack if i % 2 else list(stack[:2 + i % 3])
+    s["device_traces"][0][2]["frames"] = [rec, 7, {"name": "f"}, {"name": 1, "filename": "a.py", "line": 2}, user]
+    s["segments"][0]["frames"] = [top]
+    s["segments"][0]["blocks"][0]["frames"] = stack
+    s["segments"][0]["blocks"][1]["frames"] = "not a list"
+    return s
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     variants = {
@@ -58,6 +78,7 @@ def main():
         "twodev": snapshot(n_dev=2),
         "expandable": snapshot(expandable=True),
         "segments_only": [snapshot()["segments"][0]],
+        "stacks": with_stacks(),
     }
     for name, obj in variants.items():
         for proto in (2, 3, 4, 5):

@@ -26,6 +26,14 @@
  * Streams are interned: an event's `stream` is an index into the trace's
  * streams[] array of the recorded stream values (0 is the default stream).
  *
+ * Stacks. PyTorch snapshots record the call stack of every event, block and
+ * segment; the same stacks recur across millions of events, so a trace
+ * stores each distinct frame once (its strings interned) and each distinct
+ * stack once, and events, blocks and segments name a stack by its id:
+ * 1..n_stacks, 0 = no frames. The tables are bounded by the input's size.
+ * grt_trace_stack gives a stack's frames, grt_trace_frames_fold the ones
+ * worth showing.
+ *
  * Errors. Malformed input yields GRT_ERR_PARSE and a grt_trace_error naming
  * the file, the line (text formats) or byte offset (pickles) and the reason.
  * Readers never crash on hostile input, bound their memory by the input size,
@@ -98,6 +106,7 @@ typedef struct grt_trace_block {
   uint64_t size;           /* bytes */
   uint64_t requested_size; /* bytes the user asked for (0 for inactive blocks) */
   grt_trace_block_state state;
+  uint32_t stack;          /* the allocation's stack id (0 = no frames) */
 } grt_trace_block;
 
 /* A segment of the snapshot's final `segments` list (chosen device only). */
@@ -111,7 +120,17 @@ typedef struct grt_trace_segment {
                                    (CUDA graph capture, torch.cuda.MemPool) */
   const grt_trace_block *blocks; /* owned by the trace; in address order */
   size_t n_blocks;
+  uint32_t stack;               /* the stack of the segment's device allocation (0 = no frames) */
 } grt_trace_segment;
+
+/* One frame of a recorded call stack (PyTorch: a {'name', 'filename',
+ * 'line'} dict). The strings are NUL-terminated, never NULL, owned by the
+ * trace and interned: equal strings of one trace are one pointer. */
+typedef struct grt_trace_frame {
+  const char *name;     /* a Python function, or a demangled C++ symbol */
+  const char *filename; /* the source file; "??" or "" where the unwinder found none */
+  int64_t line;         /* as recorded: 0 for most C++ frames, -1 where Python had no line */
+} grt_trace_frame;
 
 #define GRT_TRACE_RP2_INTERVALS 16
 
@@ -142,6 +161,13 @@ typedef struct grt_trace_info {
   size_t count[GRT_TRACE_KIND_COUNT]; /* events per kind */
   bool has_segments;         /* PyTorch: the snapshot has a `segments` list (other formats: true) */
   bool has_traces;           /* PyTorch: the snapshot has `device_traces` (other formats: true) */
+  const uint32_t *event_stack; /* per event, its stack id (0 = no frames); NULL when no event has one */
+  size_t n_stacks;           /* stack ids are 1..n_stacks (grt_trace_stack) */
+  const grt_trace_frame *frames; /* the distinct frames, in order of first appearance */
+  size_t n_frames;
+  size_t frames_skipped;     /* PyTorch: `frames` values that were malformed in part or whole, one per
+                                event, block or segment; their bad entries were dropped (docs/TRACE_FORMAT.md) */
+  size_t stack_bytes;        /* host bytes of the frame tables: strings, frames, stacks, event_stack */
 } grt_trace_info;
 
 typedef struct grt_trace grt_trace;
@@ -205,19 +231,55 @@ GRT_API GRT_MUST_CHECK grt_status grt_trace_destroy(grt_trace *trace);
 /* Fills *out; its pointers stay valid until the trace is destroyed. */
 GRT_API GRT_MUST_CHECK grt_status grt_trace_get_info(const grt_trace *trace, grt_trace_info *out);
 
+/* The frames of stack id `stack`, innermost first as PyTorch records them;
+ * valid until the trace is destroyed. Stack 0 gives *frames = NULL, *n = 0.
+ * GRT_ERR_INVALID_ARG for a NULL argument or an id above n_stacks (the
+ * outputs are then left as they were). */
+GRT_API GRT_MUST_CHECK grt_status grt_trace_stack(const grt_trace *trace, uint32_t stack,
+                                                  const grt_trace_frame **frames, size_t *n);
+
+/* Which frames of a stack (innermost first) to show, and in what order.
+ * Writes the indices of the frames to show into keep[0..cap) and returns how
+ * many there are (possibly more than cap: then only the first cap are
+ * written; keep may be NULL when cap is 0). The rule (docs/TRACE_FORMAT.md,
+ * "Folding stacks"), each group innermost first:
+ *   1. Plumbing is dropped: every frame whose filename does not end in ".py"
+ *      and that is the recorder or the allocator (names with unwind::unwind,
+ *      CapturedTraceback::, gather_with_cpp; CUDACachingAllocator in the name
+ *      or filename), PyTorch's C++ and the bindings (a function qualified
+ *      by c10::, at::, torch::, std::, pybind11::, or named THP...,
+ *      dynamo_...), the CPython interpreter
+ *      (Py..., _Py...; files under Objects/, Python/, Include/, Modules/,
+ *      Parser/; "<frozen ...>"), libc and threads (__libc_..., __clone...,
+ *      start_thread, _start; files under sysdeps/, csu/, nptl/), a frame of
+ *      unknown file ("??") or unnamed, and every frame memory_viz's own
+ *      frame filter omits (torch/cuda/_memory_viz.py).
+ *   2. Shown: the user's Python frames (".py" files outside torch's package:
+ *      not under site-packages/torch/, dist-packages/torch/, pytorch/torch/,
+ *      nor torchinductor_* generated code), then the remaining native frames.
+ *   3. If none: torch's own Python frames.
+ *   4. If none: autograd's backward nodes (torch::autograd::generated::...),
+ *      which name the operator on a backward-engine thread.
+ *   5. If none: the innermost frame that is neither recorder nor allocator.
+ * Pure: no allocation, no state; frames NULL gives 0. */
+GRT_API size_t grt_trace_frames_fold(const grt_trace_frame *frames, size_t n, size_t *keep, size_t cap);
+
 /* Streaming native reader: calls fn once per event in file order, without
  * keeping events, so memory stays constant (plus the stream table). Ids are
  * the file's own (unique among live allocations, possibly reused after the
  * free_completed; not remapped). `stream` is the recorded stream value and
  * ev->stream its index in first-seen order. Metadata lines are validated and
- * skipped. A nonzero status from fn stops the read and is returned (err
- * reason "stopped by callback"). */
+ * skipped, except %frame and %stack lines, which are skipped unread at any
+ * length; an event's stack field is checked to be a number and dropped.
+ * A nonzero status from fn stops the read and is returned (err reason
+ * "stopped by callback"). */
 typedef grt_status (*grt_trace_event_fn)(void *ctx, const grt_trace_event *ev, grt_stream_id stream);
 GRT_API GRT_MUST_CHECK grt_status grt_trace_read_native_stream(const char *path, grt_trace_event_fn fn, void *ctx,
                                                                grt_trace_error *err);
 
 /* Writes the trace in the native format (lossless for everything in
- * grt_trace_info except `count`, which is recomputed). */
+ * grt_trace_info except `count`, which is recomputed, and `frames_skipped`;
+ * frames and stacks keep their ids). */
 GRT_API GRT_MUST_CHECK grt_status grt_trace_write_native(const grt_trace *trace, FILE *f);
 /* Line-at-a-time writer for traces too large to hold: the header line, then
  * one line per event (`stream` is the stream value; ev->stream is ignored). */

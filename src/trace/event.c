@@ -10,7 +10,7 @@
 
 #include "trace/trace_impl.h"
 
-static bool grow(void **arr, size_t *cap, size_t need, size_t elem) {
+bool grt__grow(void **arr, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return true;
   size_t nc = *cap ? *cap : 16;
   while (nc < need) {
@@ -30,6 +30,7 @@ void grt__trace_free(grt_trace *t) {
   free(t->streams);
   free(t->segments);
   free(t->blocks);
+  grt__stacks_free(t);
   free(t);
 }
 
@@ -56,6 +57,7 @@ static void tb_release(grt__tb *b) {
   grt__u64map_free(&b->stream_idx);
   free(b->seg_first);
   b->seg_first = NULL;
+  grt__stacks_build_free(&b->sb);
 }
 
 void grt__tb_abort(grt__tb *b) {
@@ -66,6 +68,11 @@ void grt__tb_abort(grt__tb *b) {
 
 grt_status grt__tb_finish(grt__tb *b, grt_trace **out) {
   grt_trace *t = b->t;
+  grt_status st = grt__stacks_finish(b);
+  if (st) {
+    grt__tb_abort(b);
+    return st;
+  }
   for (size_t i = 0; i < t->n_segments; i++) {
     size_t first = b->seg_first[i];
     size_t end = i + 1 < t->n_segments ? b->seg_first[i + 1] : t->n_blocks;
@@ -92,7 +99,7 @@ grt_status grt__tb_stream(grt__tb *b, grt_stream_id value, uint32_t *index) {
     }
   }
   if (t->n_streams >= UINT32_MAX - 1) return GRT_ERR_NOMEM;
-  if (!grow((void **)&t->streams, &t->cap_streams, t->n_streams + 1, sizeof *t->streams))
+  if (!grt__grow((void **)&t->streams, &t->cap_streams, t->n_streams + 1, sizeof *t->streams))
     return GRT_ERR_NOMEM;
   uint32_t idx = (uint32_t)t->n_streams;
   if (value == UINT64_MAX)
@@ -138,7 +145,7 @@ grt_status grt__tb_event(grt__tb *b, grt_trace_kind kind, uint64_t key, uint64_t
                          grt_stream_id stream, int64_t time, uint64_t addr, unsigned flags) {
   grt_trace *t = b->t;
   if ((unsigned)kind >= GRT_TRACE_KIND_COUNT) return GRT_ERR_INVALID_ARG;
-  if (!grow((void **)&t->events, &t->cap_events, t->n_events + 1, sizeof *t->events))
+  if (!grt__grow((void **)&t->events, &t->cap_events, t->n_events + 1, sizeof *t->events))
     return GRT_ERR_NOMEM;
   grt_trace_event ev;
   memset(&ev, 0, sizeof ev);
@@ -162,8 +169,8 @@ grt_status grt__tb_event(grt__tb *b, grt_trace_kind kind, uint64_t key, uint64_t
 
 grt_status grt__tb_segment(grt__tb *b, const grt_trace_segment *seg) {
   grt_trace *t = b->t;
-  if (!grow((void **)&t->segments, &t->cap_segments, t->n_segments + 1, sizeof *t->segments) ||
-      !grow((void **)&b->seg_first, &b->cap_seg_first, t->n_segments + 1, sizeof *b->seg_first))
+  if (!grt__grow((void **)&t->segments, &t->cap_segments, t->n_segments + 1, sizeof *t->segments) ||
+      !grt__grow((void **)&b->seg_first, &b->cap_seg_first, t->n_segments + 1, sizeof *b->seg_first))
     return GRT_ERR_NOMEM;
   t->segments[t->n_segments] = *seg;
   t->segments[t->n_segments].blocks = NULL;
@@ -175,7 +182,7 @@ grt_status grt__tb_segment(grt__tb *b, const grt_trace_segment *seg) {
 grt_status grt__tb_block(grt__tb *b, const grt_trace_block *blk) {
   grt_trace *t = b->t;
   if (t->n_segments == 0) return GRT_ERR_STATE;
-  if (!grow((void **)&t->blocks, &t->cap_blocks, t->n_blocks + 1, sizeof *t->blocks))
+  if (!grt__grow((void **)&t->blocks, &t->cap_blocks, t->n_blocks + 1, sizeof *t->blocks))
     return GRT_ERR_NOMEM;
   t->blocks[t->n_blocks++] = *blk;
   return GRT_OK;

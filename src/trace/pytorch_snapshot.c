@@ -5,9 +5,19 @@
  * by address: an alloc at A is freed by the next free_* at A), the final
  * `segments` of that device become the trace's segments (block addresses
  * computed as segment address + sizes of the blocks before, when absent) and
- * `allocator_settings` fill the settings. Only known keys are read; unknown
- * keys (frames, compile_context, ...) are ignored. Errors name the element
- * path, e.g. "device_traces[0][17]: 'size' is not an integer".
+ * `allocator_settings` fill the settings. The `frames` of events, blocks and
+ * segments become interned stacks (frames.c). Only known keys are read;
+ * unknown keys (compile_context, user_metadata, ...) are ignored. Errors name
+ * the element path, e.g. "device_traces[0][17]: 'size' is not an integer".
+ *
+ * Frames are diagnostics, not allocator state, so a malformed one never makes
+ * a snapshot unreadable: a `frames` value that is not a list, or an entry
+ * that is not a {'name': str, 'filename': str, 'line': int} dict (strings
+ * without NUL bytes, the line within int64), is dropped and counted in
+ * frames_skipped, once per owner. PyTorch's pickles memoize the frame dicts
+ * they repeat, so events with the same stack hold lists of the same dict
+ * addresses: a list is first looked up by those addresses (one hash over
+ * the list), and only a new list has its frames looked up one by one.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -23,6 +33,16 @@ typedef struct conv {
   grt__tb b;
   grt_trace_error *err;
   int device;
+  grt__u64map frame_of; /* frame dict address -> frame index + 2, or 1: malformed */
+  grt__u64map list_of;  /* hash of a frames list's item addresses -> lists[] index + 1 */
+  struct seen_list {
+    size_t first, n;      /* its item addresses: items[first, first + n) */
+    uint32_t stack;
+    bool malformed;       /* it had a malformed entry */
+  } *lists;
+  size_t n_lists, cap_lists;
+  const grt__pv **items;
+  size_t n_items, cap_items;
 } conv;
 
 #if defined(__GNUC__)
@@ -66,6 +86,105 @@ static grt_status field_u64(conv *c, const grt__pv *d, const char *key, bool req
     return GRT_OK;
   }
   if (!as_u64(v, out)) return bad(c, "%s[%zu]: '%s' is not a non-negative integer", where, i, key);
+  return GRT_OK;
+}
+
+/* A builder failure: host memory, or more distinct frames than ids. */
+static grt_status build_failed(conv *c, grt_status st) {
+  if (st == GRT_ERR_SIZE) return bad(c, "more than 2^32-2 distinct strings, frames or stacks");
+  grt__trace_err(c->err, 0, 0, false, "%s", grt_status_str(st));
+  return st;
+}
+
+static bool frame_fields(const grt__pv *f, grt__slice *name, grt__slice *file, int64_t *line) {
+  if (!f || f->type != GRT__PV_DICT) return false;
+  const grt__pv *n = grt__pv_get(f, "name"), *fn = grt__pv_get(f, "filename"), *l = grt__pv_get(f, "line");
+  if (!n || n->type != GRT__PV_STR || !fn || fn->type != GRT__PV_STR || !l || l->type != GRT__PV_INT || l->big)
+    return false;
+  *name = (grt__slice){n->u.s.p, n->u.s.n};
+  *file = (grt__slice){fn->u.s.p, fn->u.s.n};
+  *line = l->u.i;
+  return true;
+}
+
+/* The frame index of frame dict f; *ok false when it is malformed. */
+static grt_status frame_index(conv *c, const grt__pv *f, uint32_t *index, bool *ok) {
+  uint64_t key = (uint64_t)(uintptr_t)f;
+  uintptr_t v = (uintptr_t)grt__u64map_get(&c->frame_of, key);
+  if (v) {
+    *ok = v > 1;
+    *index = (uint32_t)(v - 2);
+    return GRT_OK;
+  }
+  grt__slice name, file;
+  int64_t line;
+  *ok = frame_fields(f, &name, &file, &line);
+  if (*ok) {
+    grt_status st = grt__tb_frame(&c->b, name, file, line, index);
+    if (st == GRT_ERR_INVALID_ARG)
+      *ok = false; /* a NUL byte in a string */
+    else if (st)
+      return build_failed(c, st);
+  }
+  if (!grt__u64map_put(&c->frame_of, key, (void *)(uintptr_t)(*ok ? (uintptr_t)*index + 2 : 1)))
+    return build_failed(c, GRT_ERR_NOMEM);
+  return GRT_OK;
+}
+
+/* The stack of a list not seen before, frame by frame. */
+static grt_status intern_list(conv *c, const grt__pv *fr, uint32_t *stack, bool *malformed) {
+  grt_status st = GRT_OK;
+  *malformed = false;
+  grt__tb_stack_clear(&c->b);
+  for (size_t i = 0; i < fr->u.seq.n && !st; i++) {
+    uint32_t index;
+    bool ok;
+    st = frame_index(c, fr->u.seq.v[i], &index, &ok);
+    if (!st && ok && (st = grt__tb_stack_push(&c->b, index))) st = build_failed(c, st);
+    *malformed |= !ok;
+  }
+  if (!st && (st = grt__tb_stack_end(&c->b, stack))) st = build_failed(c, st);
+  return st;
+}
+
+/* Remembers a list's item addresses (under hash h) and what they gave. */
+static grt_status remember_list(conv *c, const grt__pv *fr, uint64_t h, uint32_t stack, bool malformed) {
+  size_t n = fr->u.seq.n;
+  if (grt__u64map_get(&c->list_of, h)) return GRT_OK; /* another list with this hash: not remembered */
+  if (!grt__grow((void **)&c->items, &c->cap_items, c->n_items + n, sizeof *c->items) ||
+      !grt__grow((void **)&c->lists, &c->cap_lists, c->n_lists + 1, sizeof *c->lists) ||
+      !grt__u64map_put(&c->list_of, h, (void *)(uintptr_t)(c->n_lists + 1)))
+    return build_failed(c, GRT_ERR_NOMEM);
+  memcpy(c->items + c->n_items, fr->u.seq.v, n * sizeof *c->items);
+  c->lists[c->n_lists++] = (struct seen_list){c->n_items, n, stack, malformed};
+  c->n_items += n;
+  return GRT_OK;
+}
+
+/* The stack id of owner['frames'] (0: absent, None, empty, or nothing well-formed in it). */
+static grt_status read_frames(conv *c, const grt__pv *owner, uint32_t *stack) {
+  *stack = 0;
+  const grt__pv *fr = grt__pv_get(owner, "frames");
+  if (!fr || fr->type == GRT__PV_NONE) return GRT_OK;
+  if (!as_list(fr)) {
+    c->b.t->frames_skipped++;
+    return GRT_OK;
+  }
+  size_t n = fr->u.seq.n;
+  if (n == 0) return GRT_OK;
+  uint64_t h = grt__hash_bytes(fr->u.seq.v, n * sizeof *fr->u.seq.v, 5);
+  uintptr_t v = (uintptr_t)grt__u64map_get(&c->list_of, h);
+  const struct seen_list *seen = v ? &c->lists[v - 1] : NULL;
+  bool malformed;
+  if (seen && seen->n == n && memcmp(c->items + seen->first, fr->u.seq.v, n * sizeof *c->items) == 0) {
+    *stack = seen->stack;
+    malformed = seen->malformed;
+  } else {
+    grt_status st = intern_list(c, fr, stack, &malformed);
+    if (!st) st = remember_list(c, fr, h, *stack, malformed);
+    if (st) return st;
+  }
+  if (malformed) c->b.t->frames_skipped++;
   return GRT_OK;
 }
 
@@ -115,8 +234,11 @@ static grt_status read_event(conv *c, const grt__pv *e, size_t i) {
   if (st == GRT_ERR_STATE)
     return bad(c, "%s[%zu]: alloc at 0x%" PRIx64 ", which is still allocated (no free_completed since its alloc)", where, i, addr);
   if (st == GRT_ERR_INVALID_ARG) return bad(c, "%s[%zu]: address out of range", where, i);
-  if (st) grt__trace_err(c->err, 0, 0, false, "%s", grt_status_str(st));
-  return st;
+  if (st) return build_failed(c, st);
+  uint32_t stack;
+  if ((st = read_frames(c, e, &stack))) return st;
+  if ((st = grt__tb_event_stack(&c->b, stack))) return build_failed(c, st);
+  return GRT_OK;
 }
 
 static grt_status read_block(conv *c, const grt__pv *bv, uint64_t *next_addr, size_t i) {
@@ -138,6 +260,7 @@ static grt_status read_block(conv *c, const grt__pv *bv, uint64_t *next_addr, si
   else
     return bad(c, "%s[%zu]: 'state' is not inactive/active_allocated/active_pending_free", where, i);
   *next_addr = blk.addr + blk.size;
+  if ((st = read_frames(c, bv, &blk.stack))) return st;
   st = grt__tb_block(&c->b, &blk);
   if (st) grt__trace_err(c->err, 0, 0, false, "%s", grt_status_str(st));
   return st;
@@ -168,7 +291,8 @@ static grt_status read_segment(conv *c, const grt__pv *sv, size_t i) {
       (!(pool->type == GRT__PV_TUPLE || pool->type == GRT__PV_LIST) || pool->u.seq.n != 2 ||
        !as_u64(pool->u.seq.v[0], &seg.pool_id[0]) || !as_u64(pool->u.seq.v[1], &seg.pool_id[1])))
     return bad(c, "%s[%zu]: 'segment_pool_id' is not a pair of non-negative integers", where, i);
-  if ((st = grt__tb_segment(&c->b, &seg))) return st;
+  if ((st = read_frames(c, sv, &seg.stack))) return st;
+  if ((st = grt__tb_segment(&c->b, &seg))) return build_failed(c, st);
   const grt__pv *blocks = grt__pv_get(sv, "blocks");
   if (!blocks) return GRT_OK;
   if (!as_list(blocks)) return bad(c, "%s[%zu]: 'blocks' is not a list", where, i);
@@ -268,12 +392,20 @@ grt_status grt__read_pytorch(const unsigned char *data, size_t len, int device, 
   memset(&c, 0, sizeof c);
   c.err = err;
   c.device = device;
+  grt__u64map_init(&c.frame_of);
+  grt__u64map_init(&c.list_of);
   st = grt__tb_init(&c.b, GRT_TRACE_FORMAT_PYTORCH);
   if (!st) st = convert(&c, root);
   grt__pickle_free(&pk);
+  grt__u64map_free(&c.frame_of);
+  grt__u64map_free(&c.list_of);
+  free(c.lists);
+  free(c.items);
   if (st) {
     grt__tb_abort(&c.b);
     return st;
   }
-  return grt__tb_finish(&c.b, out);
+  st = grt__tb_finish(&c.b, out);
+  if (st) grt__trace_err(err, 0, 0, false, "%s", grt_status_str(st));
+  return st;
 }

@@ -118,6 +118,7 @@ grt_status grt_trace_load_buffer(const void *data, size_t len, const char *name,
       return GRT_ERR_INVALID_ARG;
   }
   if (st) *out = NULL;
+  if (st && err && !err->reason[0]) grt__trace_err(err, 0, 0, false, "%s", grt_status_str(st)); /* e.g. host memory */
   return st;
 }
 
@@ -201,5 +202,11 @@ grt_status grt_trace_get_info(const grt_trace *t, grt_trace_info *out) {
   out->has_segments = t->format != GRT_TRACE_FORMAT_PYTORCH || t->has_segments;
   out->has_traces = t->format != GRT_TRACE_FORMAT_PYTORCH || t->has_traces;
   memcpy(out->count, t->count, sizeof out->count);
+  out->event_stack = t->event_stack;
+  out->n_stacks = t->n_stacks;
+  out->frames = t->frames;
+  out->n_frames = t->n_frames;
+  out->frames_skipped = t->frames_skipped;
+  out->stack_bytes = grt__stacks_bytes(t);
   return GRT_OK;
 }

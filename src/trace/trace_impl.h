@@ -6,6 +6,10 @@
  * counts events per kind and attaches segments with their blocks. On any
  * error the reader calls grt__tb_abort and nothing leaks.
  *
+ * Stacks (frames.c): the builder interns strings, frames and stacks, each
+ * distinct one stored once, so their tables grow with the distinct content
+ * of the input, never with the number of events that repeat it.
+ *
  * Text readers work on (pointer, length) slices of an input that is not
  * NUL-terminated; text.c holds the bounded number parsers and field splitters.
  */
@@ -18,6 +22,12 @@
 
 #include "base/u64map.h"
 #include "gpurt/trace.h"
+
+/* A (pointer, length) view of input bytes, not NUL-terminated. */
+typedef struct grt__slice {
+  const char *p;
+  size_t n;
+} grt__slice;
 
 struct grt_trace {
   grt_trace_format format;
@@ -35,7 +45,40 @@ struct grt_trace {
   grt_trace_alloc_settings settings;
   size_t count[GRT_TRACE_KIND_COUNT];
   bool has_segments, has_traces;
+  /* stacks (frames.c) */
+  char *strs;                    /* the distinct strings, each NUL-terminated, back to back */
+  size_t n_str_bytes;
+  grt_trace_frame *frames;       /* the distinct frames; their pointers are set when finished */
+  size_t n_frames;
+  uint32_t *entry_frame;         /* every stack's frame indices, stack after stack */
+  grt_trace_frame *entries;      /* the same entries as frames (built when finished) */
+  size_t n_entries;
+  size_t *stack_end;             /* stack s (1-based) is entries [stack_end[s-2] (0 for s = 1), stack_end[s-1]) */
+  size_t n_stacks;
+  uint32_t *event_stack;         /* per event; NULL while no event has a stack */
+  size_t frames_skipped;
 };
+
+/* An open-addressing set of indices keyed by 64-bit hashes (frames.c). */
+typedef struct grt__itab {
+  uint32_t *slot; /* index + 1; 0 = empty */
+  uint64_t *hash; /* the hash of the slot's entry */
+  size_t mask, count;
+} grt__itab;
+
+/* What only building needs, freed when the trace is finished or aborted. */
+typedef struct grt__stacks_build {
+  grt__itab str_tab, frame_tab, stack_tab;
+  struct grt__str_ref {
+    size_t off, len;        /* where in t->strs, without the NUL */
+  } *str;                   /* per distinct string */
+  size_t n_strs, cap_strs, cap_str_bytes;
+  uint32_t *frame_str;      /* per distinct frame: name and filename string indices */
+  size_t cap_frames, cap_entries, cap_stacks;
+  size_t n_event_stack, cap_event_stack; /* event_stack entries written / allocated */
+  uint32_t *pending;        /* the stack being read: frame indices, innermost first */
+  size_t n_pending, cap_pending;
+} grt__stacks_build;
 
 /* ---- builder (event.c) ---- */
 typedef struct grt__tb {
@@ -45,11 +88,14 @@ typedef struct grt__tb {
   int64_t max_stream_idx; /* index of stream value UINT64_MAX, or -1 */
   size_t *seg_first;      /* per segment: index of its first block in t->blocks */
   size_t cap_seg_first;
+  grt__stacks_build sb;
 } grt__tb;
 
 grt_status grt__tb_init(grt__tb *b, grt_trace_format format);
 void grt__tb_abort(grt__tb *b);
-/* Fixes the segments' block pointers, frees the builder's maps, hands over the trace. */
+/* Fixes the segments' block pointers and the frames' strings, frees the
+ * builder's maps, hands over the trace. On failure (GRT_ERR_NOMEM) it has
+ * aborted the build itself: *out is untouched and nothing leaks. */
 grt_status grt__tb_finish(grt__tb *b, grt_trace **out);
 grt_status grt__tb_stream(grt__tb *b, grt_stream_id value, uint32_t *index);
 /* Appends an event. For alloc/free_* kinds `key` names the allocation:
@@ -61,6 +107,30 @@ grt_status grt__tb_event(grt__tb *b, grt_trace_kind kind, uint64_t key, uint64_t
 grt_status grt__tb_segment(grt__tb *b, const grt_trace_segment *seg);
 grt_status grt__tb_block(grt__tb *b, const grt_trace_block *blk);
 void grt__trace_free(grt_trace *t);
+
+/* Grows *arr (of *cap elements of elem bytes) to hold need, doubling; false when out of memory. */
+bool grt__grow(void **arr, size_t *cap, size_t need, size_t elem);
+/* A 64-bit hash of n bytes (frames.c). */
+uint64_t grt__hash_bytes(const void *p, size_t n, uint64_t seed);
+
+/* ---- stacks (frames.c) ----
+ * Interning: equal content gives the same index. A string must not contain
+ * a NUL byte (GRT_ERR_INVALID_ARG); GRT_ERR_SIZE past 2^32-2 distinct
+ * strings, frames or stacks (an input of many gigabytes). */
+grt_status grt__tb_frame(grt__tb *b, grt__slice name, grt__slice filename, int64_t line, uint32_t *index);
+/* Appends frame `index` (from grt__tb_frame) to the pending stack. */
+grt_status grt__tb_stack_push(grt__tb *b, uint32_t index);
+/* Interns the pending stack and empties it: *id is its stack id, 0 when it was empty. */
+grt_status grt__tb_stack_end(grt__tb *b, uint32_t *id);
+void grt__tb_stack_clear(grt__tb *b);
+/* Sets the stack id of the event appended last (id <= n_stacks). */
+grt_status grt__tb_event_stack(grt__tb *b, uint32_t id);
+/* Fills the frames' string pointers and the stacks' frame copies; frees the build tables. */
+grt_status grt__stacks_finish(grt__tb *b);
+void grt__stacks_build_free(grt__stacks_build *sb);
+void grt__stacks_free(grt_trace *t);
+/* Bytes of the finished frame tables (grt_trace_info.stack_bytes). */
+size_t grt__stacks_bytes(const grt_trace *t);
 
 /* ---- errors (trace.c) ---- */
 #if defined(__GNUC__)
@@ -81,10 +151,6 @@ grt_status grt__read_rmm(const char *data, size_t len, grt_trace **out, grt_trac
 grt_status grt__read_minimalloc(const char *data, size_t len, grt_trace **out, grt_trace_error *err);
 
 /* ---- text helpers (text.c) ---- */
-typedef struct grt__slice {
-  const char *p;
-  size_t n;
-} grt__slice;
 
 /* Iterates lines of a buffer; strips a trailing '\r'. */
 typedef struct grt__lines {
