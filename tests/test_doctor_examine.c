@@ -86,6 +86,12 @@ static void test_fragmentation_bound(void **state) {
   uint64_t a = rep.pinned[0].address, e = rep.pinned[0].first_live_event;
   assert_true((a == 0x10000000 && e == 2) || (a == 0x11400000 && e == 5));
   assert_non_null(strstr(rep.why, "fit in the 42.00 MiB the process had"));
+  /* no frames in this trace: one site, stack 0, the two live blocks */
+  assert_int_equal(rep.n_oom_sites, 1);
+  assert_int_equal(rep.oom_sites[0].stack, 0);
+  assert_int_equal(rep.oom_sites[0].bytes, 18 * GRT_MiB);
+  assert_int_equal(rep.oom_sites[0].count, 2);
+  assert_int_equal(rep.oom.traced, 18 * GRT_MiB);
 }
 
 /* No OOM: healthy, with the peak's figures. */

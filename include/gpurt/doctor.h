@@ -87,6 +87,8 @@ typedef struct grt_doctor_moment {
   uint64_t largest_free;           /* the largest cached free block */
   uint64_t request;                /* at an OOM: the request that failed */
   uint64_t device_free;            /* at an OOM: the free device bytes PyTorch saw */
+  uint64_t traced;                 /* requested bytes of live allocations the trace made (the sites'
+                                      total); the rest of `requested` was live before recording began */
 } grt_doctor_moment;
 
 #define GRT_DOCTOR_MAX_PINNED 8
@@ -99,6 +101,18 @@ typedef struct grt_doctor_pinned {
   uint64_t first_live_event;       /* the alloc event of its lowest live block (its frames: that event's stack) */
 } grt_doctor_pinned;
 
+#define GRT_DOCTOR_MAX_SITES 8
+
+/* An allocation site: the allocations made under one recorded stack that
+ * were live at a moment (grt_trace_stack gives its frames,
+ * grt_trace_frames_fold the ones to show). Stack 0: allocations without
+ * frames. */
+typedef struct grt_doctor_site {
+  uint32_t stack;
+  uint64_t bytes;                  /* requested bytes live */
+  uint64_t count;                  /* live allocations */
+} grt_doctor_site;
+
 typedef struct grt_doctor_report {
   grt_doctor_verdict verdict;
   char why[320];                   /* the numbers behind the verdict, in a sentence */
@@ -107,6 +121,10 @@ typedef struct grt_doctor_report {
   grt_doctor_moment oom;           /* just after the first recorded OOM (its release path run) */
   grt_doctor_pinned pinned[GRT_DOCTOR_MAX_PINNED]; /* at the OOM, else the peak: most free bytes first */
   size_t n_pinned;
+  /* The sites holding the most bytes at the peak and at the OOM (allocations
+   * the trace made; blocks live before recording began are not in them). */
+  grt_doctor_site peak_sites[GRT_DOCTOR_MAX_SITES], oom_sites[GRT_DOCTOR_MAX_SITES];
+  size_t n_peak_sites, n_oom_sites;
   bool partial;                    /* the trace began mid-run: the start was rebuilt */
 } grt_doctor_report;
 

@@ -108,6 +108,48 @@ static grt_status find_pinned(exam *x, grt_replay *r) {
   return GRT_OK;
 }
 
+static int cmp_site(const void *a, const void *b) {
+  const grt_doctor_site *x = a, *y = b;
+  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+  return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* The live allocations grouped by the stack that made them, most bytes first. */
+static grt_status sites_now(exam *x, grt_doctor_site *out, size_t *n_out, uint64_t *traced) {
+  const grt_trace_info *in = x->info;
+  grt_doctor_site *all = calloc(x->live.count + 1, sizeof *all);
+  grt__u64map at; /* stack id -> index in all + 1 */
+  grt__u64map_init(&at);
+  if (!all) return GRT_ERR_NOMEM;
+  size_t n = 0;
+  grt_status st = GRT_OK;
+  grt__u64map_iter it = grt__u64map_begin(&x->live);
+  uint64_t addr;
+  void *v;
+  while (!st && grt__u64map_next(&x->live, &it, &addr, &v)) {
+    uint64_t idx = (uint64_t)(uintptr_t)v - 1;
+    uint32_t stack = in->event_stack ? in->event_stack[idx] : 0;
+    void *slot = grt__u64map_get(&at, stack);
+    if (!slot) {
+      all[n] = (grt_doctor_site){.stack = stack};
+      slot = (void *)(uintptr_t)(++n);
+      if (!grt__u64map_put(&at, stack, slot)) st = GRT_ERR_NOMEM;
+    }
+    grt_doctor_site *s = &all[(uintptr_t)slot - 1];
+    s->bytes += in->events[idx].size;
+    s->count++;
+    *traced += in->events[idx].size;
+  }
+  if (!st) {
+    qsort(all, n, sizeof *all, cmp_site);
+    *n_out = n < GRT_DOCTOR_MAX_SITES ? n : GRT_DOCTOR_MAX_SITES;
+    memcpy(out, all, *n_out * sizeof *out);
+  }
+  grt__u64map_free(&at);
+  free(all);
+  return st;
+}
+
 static grt_status on_step(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index) {
   exam *x = ctx;
   track(x, ev, index);
@@ -116,12 +158,14 @@ static grt_status on_step(void *ctx, grt_replay *r, const grt_trace_event *ev, u
   bool at_peak = !x->rep->peak.valid && index >= x->peak_event && ev->kind != GRT_TRACE_SEGMENT_ALLOC &&
                  ev->kind != GRT_TRACE_SEGMENT_MAP;
   if (at_peak) st = take_moment(r, index, &x->rep->peak);
+  if (!st && at_peak) st = sites_now(x, x->rep->peak_sites, &x->rep->n_peak_sites, &x->rep->peak.traced);
   if (!st && at_peak && x->oom_event == UINT64_MAX) st = find_pinned(x, r);
   if (!st && index == x->oom_event) {
     st = take_moment(r, index, &x->rep->oom);
     x->rep->oom.request = ev->size;
     x->rep->oom.device_free = (ev->flags & GRT_TRACE_F_ADDR) ? ev->addr : 0;
     if (!st) st = find_pinned(x, r);
+    if (!st) st = sites_now(x, x->rep->oom_sites, &x->rep->n_oom_sites, &x->rep->oom.traced);
   }
   return st ? st : x->nomem ? GRT_ERR_NOMEM : GRT_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "cli.h"
 #include "cli_opts.h"
 #include "cli_status.h"
@@ -120,12 +121,46 @@ static void print_recommendation(const cli_whatif *w, const cli_whatif_args *a) 
   printf("  (both replayed the same way; `gpurt whatif %s` shows every setting)\n", cli_basename(a->path));
 }
 
-static void print_text(const grt_doctor_report *rep, const cli_whatif *w, const cli_whatif_args *a) {
+/* A site's frames as the fold shows them: at most three, "name (file:line)". */
+static void print_site_frames(const grt_trace *t, uint32_t stack) {
+  const grt_trace_frame *f;
+  size_t n, keep[3];
+  if (!stack || grt_trace_stack(t, stack, &f, &n)) {
+    printf("      (no frames recorded)\n");
+    return;
+  }
+  size_t k = grt_trace_frames_fold(f, n, keep, 3);
+  for (size_t i = 0; i < k && i < 3; i++)
+    printf("      %s (%s:%" PRId64 ")\n", f[keep[i]].name, f[keep[i]].filename, (int64_t)f[keep[i]].line);
+  if (k > 3) printf("      ... %zu more\n", k - 3);
+}
+
+static void print_sites(const grt_trace *t, const char *when, const grt_doctor_moment *m,
+                        const grt_doctor_site *sites, size_t n) {
+  char b[32], c[32];
+  if (!m->valid) return;
+  printf("\nwhich code held the memory %s (bytes live by allocation site, allocator frames folded):\n", when);
+  if (m->requested > m->traced)
+    printf("  %10s allocated before recording began (no alloc event in the trace: frames in the snapshot's "
+           "blocks)\n",
+           grt_format_bytes(m->requested - m->traced, b, 32));
+  if (!n) printf("  %10s allocated by the trace\n", grt_format_bytes(0, c, 32));
+  for (size_t i = 0; i < n; i++) {
+    printf("  %10s in %" PRIu64 " allocation%s\n", grt_format_bytes(sites[i].bytes, b, 32), sites[i].count,
+           sites[i].count == 1 ? "" : "s");
+    print_site_frames(t, sites[i].stack);
+  }
+}
+
+static void print_text(const grt_trace *t, const grt_doctor_report *rep, const cli_whatif *w,
+                       const cli_whatif_args *a) {
   printf("gpurt doctor: %s (device %d)\n\n", cli_basename(a->path), a->device);
   printf("verdict: %s\n  %s\n\n", verdict_name(rep->verdict), rep->why);
   print_moment("at the peak:", &rep->peak);
   print_moment("at the OOM:", &rep->oom);
   if (rep->partial) printf("  (the trace began mid-run: the state when recording began was rebuilt)\n");
+  print_sites(t, "at the peak", &rep->peak, rep->peak_sites, rep->n_peak_sites);
+  print_sites(t, "at the first OOM", &rep->oom, rep->oom_sites, rep->n_oom_sites);
   print_pinned(rep);
   print_recommendation(w, a);
 }
@@ -142,12 +177,48 @@ static void json_moment(const char *name, const grt_doctor_moment *m, bool comma
          m->releasable, m->largest_free, m->request, m->device_free, comma ? ", " : "");
 }
 
-static void print_json(const grt_doctor_report *rep, const cli_whatif *w, const cli_whatif_args *a) {
+static void to_stdout(void *ctx, const char *s, size_t n) {
+  (void)ctx;
+  fwrite(s, 1, n, stdout);
+}
+
+/* One JSON string, escaped by the project's one writer (frame names are C++ symbols and paths). */
+static void json_str(const char *s) { grt__json_write_string(s, GRT__JSON_SHORT_ESCAPES, to_stdout, NULL); }
+
+static void json_sites(const grt_trace *t, const char *name, const grt_doctor_site *sites, size_t n) {
+  printf("\"%s\": [", name);
+  for (size_t i = 0; i < n; i++) {
+    printf("%s{\"bytes\": %" PRIu64 ", \"count\": %" PRIu64 ", \"frames\": [", i ? ", " : "", sites[i].bytes,
+           sites[i].count);
+    const grt_trace_frame *f;
+    size_t nf, keep[8];
+    if (sites[i].stack && !grt_trace_stack(t, sites[i].stack, &f, &nf)) {
+      size_t k = grt_trace_frames_fold(f, nf, keep, 8);
+      for (size_t j = 0; j < k && j < 8; j++) {
+        printf("%s{\"name\": ", j ? ", " : "");
+        json_str(f[keep[j]].name);
+        printf(", \"filename\": ");
+        json_str(f[keep[j]].filename);
+        printf(", \"line\": %" PRId64 "}", (int64_t)f[keep[j]].line);
+      }
+    }
+    printf("]}");
+  }
+  printf("], ");
+}
+
+static void print_json(const grt_trace *t, const grt_doctor_report *rep, const cli_whatif *w,
+                       const cli_whatif_args *a) {
   long best = cli_whatif_best(w);
-  printf("{\"snapshot\": \"%s\", \"device\": %d, \"verdict\": \"%s\", \"why\": \"%s\", \"process_memory\": %" PRIu64 ", ",
-         cli_basename(a->path), a->device, verdict_name(rep->verdict), rep->why, rep->process_memory);
+  printf("{\"snapshot\": ");
+  json_str(cli_basename(a->path));
+  printf(", \"device\": %d, \"verdict\": \"%s\", \"why\": ", a->device, verdict_name(rep->verdict));
+  json_str(rep->why);
+  printf(", \"process_memory\": %" PRIu64 ", ", rep->process_memory);
   json_moment("peak", &rep->peak, true);
   json_moment("oom", &rep->oom, true);
+  json_sites(t, "peak_sites", rep->peak_sites, rep->n_peak_sites);
+  json_sites(t, "oom_sites", rep->oom_sites, rep->n_oom_sites);
   printf("\"pinned\": [");
   for (size_t i = 0; i < rep->n_pinned; i++)
     printf("%s{\"address\": %" PRIu64 ", \"size\": %" PRIu64 ", \"free\": %" PRIu64 ", \"live_blocks\": %" PRIu64 "}",
@@ -170,9 +241,9 @@ static int doctor_loaded(const grt_trace *t, const cli_whatif_args *a) {
   int rc = cli_whatif_sweep(t, a, &w);
   if (rc) return rc;
   if (a->json)
-    print_json(&rep, &w, a);
+    print_json(t, &rep, &w, a);
   else
-    print_text(&rep, &w, a);
+    print_text(t, &rep, &w, a);
   for (size_t i = 0; i < w.n && a->fail_on_oom; i++)
     if (!w.rows[i].conf[0] && (w.rows[i].status || w.rows[i].ooms)) rc = 3;
   cli_whatif_free(&w);
