@@ -115,6 +115,37 @@ static void test_healthy(void **state) {
   assert_int_equal(rep.pinned[0].address, 0x10000000);
 }
 
+/* Sites: a block live since before recording began, named by the final
+ * snapshot's frames, and one the trace allocates under another stack. */
+static void test_sites(void **state) {
+  (void)state;
+  grt_trace *t = load("gpurt-trace 1\n"
+                      "%frame 1 12 \"load_weights\" \"serve.py\"\n"
+                      "%frame 2 40 \"step\" \"train.py\"\n"
+                      "%stack 1 1\n"
+                      "%stack 2 2\n"
+                      "alloc 0 1000 0 - 0x10000400 @2\n"
+                      "%segment 0x10000000 2097152 0 small 0\n"
+                      "%block 0x10000000 1024 1000 active_allocated @1\n"
+                      "%block 0x10000400 1024 1000 active_allocated @2\n"
+                      "%block 0x10000800 2095104 0 inactive\n");
+  grt_doctor_report rep;
+  char err[256];
+  assert_int_equal(grt_doctor_examine(t, &rep, err, sizeof err), GRT_OK);
+  assert_int_equal(rep.n_peak_sites, 2);
+  assert_int_equal(rep.peak.traced, 2000);
+  const grt_trace_frame *f;
+  size_t n;
+  for (size_t i = 0; i < 2; i++) {
+    assert_int_equal(rep.peak_sites[i].bytes, 1000);
+    assert_int_equal(rep.peak_sites[i].count, 1);
+    assert_int_equal(grt_trace_stack(t, rep.peak_sites[i].stack, &f, &n), GRT_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(f[0].name, i == 0 ? "load_weights" : "step"); /* equal bytes: by stack id */
+  }
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
+}
+
 static void test_errors(void **state) {
   (void)state;
   grt_doctor_report rep;
@@ -129,6 +160,7 @@ int main(void) {
       cmocka_unit_test(test_demand_bound),
       cmocka_unit_test(test_fragmentation_bound),
       cmocka_unit_test(test_healthy),
+      cmocka_unit_test(test_sites),
       cmocka_unit_test(test_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -87,8 +87,8 @@ typedef struct grt_doctor_moment {
   uint64_t largest_free;           /* the largest cached free block */
   uint64_t request;                /* at an OOM: the request that failed */
   uint64_t device_free;            /* at an OOM: the free device bytes PyTorch saw */
-  uint64_t traced;                 /* requested bytes of live allocations the trace made (the sites'
-                                      total); the rest of `requested` was live before recording began */
+  uint64_t traced;                 /* requested bytes the sites hold (allocations the trace made, and
+                                      blocks live since before it began that the snapshot names) */
 } grt_doctor_moment;
 
 #define GRT_DOCTOR_MAX_PINNED 8
@@ -121,8 +121,9 @@ typedef struct grt_doctor_report {
   grt_doctor_moment oom;           /* just after the first recorded OOM (its release path run) */
   grt_doctor_pinned pinned[GRT_DOCTOR_MAX_PINNED]; /* at the OOM, else the peak: most free bytes first */
   size_t n_pinned;
-  /* The sites holding the most bytes at the peak and at the OOM (allocations
-   * the trace made; blocks live before recording began are not in them). */
+  /* The sites holding the most bytes at the peak and at the OOM: allocations
+   * the trace made (their alloc event's stack) and blocks live since before
+   * it began (the final block's stack, or their free event's). */
   grt_doctor_site peak_sites[GRT_DOCTOR_MAX_SITES], oom_sites[GRT_DOCTOR_MAX_SITES];
   size_t n_peak_sites, n_oom_sites;
   bool partial;                    /* the trace began mid-run: the start was rebuilt */

@@ -16,6 +16,7 @@
 #include "alloc/probe.h"
 #include "base/status.h"
 #include "base/u64map.h"
+#include "doctor/doctor_impl.h"
 #include "gpurt/doctor.h"
 #include "gpurt/report.h"
 #include "trace/replay_impl.h"
@@ -25,6 +26,7 @@ typedef struct exam {
   const grt_trace_info *info;
   uint64_t peak_event, oom_event;   /* UINT64_MAX: none */
   grt__u64map live;                 /* recorded address of a live allocation -> its alloc event + 1 */
+  grt__start_blocks start;          /* blocks live when recording began, while still live */
   bool nomem;
 } exam;
 
@@ -62,7 +64,10 @@ static void track(exam *x, const grt_trace_event *ev, uint64_t index) {
   if (!(ev->flags & GRT_TRACE_F_ADDR)) return;
   if (ev->kind == GRT_TRACE_ALLOC && !grt__u64map_put(&x->live, ev->addr, (void *)(uintptr_t)(index + 1)))
     x->nomem = true;
-  if (ev->kind == GRT_TRACE_FREE_COMPLETED) grt__u64map_del(&x->live, ev->addr);
+  if (ev->kind == GRT_TRACE_FREE_COMPLETED) {
+    grt__u64map_del(&x->live, ev->addr);
+    grt__u64map_del(&x->start.at, ev->addr);
+  }
 }
 
 static int cmp_pinned(const void *a, const void *b) {
@@ -114,39 +119,54 @@ static int cmp_site(const void *a, const void *b) {
   return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-/* The live allocations grouped by the stack that made them, most bytes first. */
+typedef struct site_set {
+  grt_doctor_site *all;
+  size_t n;
+  grt__u64map at; /* stack id -> index in all + 1 */
+} site_set;
+
+static grt_status add_site(site_set *ss, uint32_t stack, uint64_t bytes) {
+  void *slot = grt__u64map_get(&ss->at, stack);
+  if (!slot) {
+    ss->all[ss->n] = (grt_doctor_site){.stack = stack};
+    slot = (void *)(uintptr_t)(++ss->n);
+    if (!grt__u64map_put(&ss->at, stack, slot)) return GRT_ERR_NOMEM;
+  }
+  grt_doctor_site *s = &ss->all[(uintptr_t)slot - 1];
+  s->bytes += bytes;
+  s->count++;
+  return GRT_OK;
+}
+
+/* The live allocations grouped by the stack that made them, most bytes
+ * first: the trace's own and those live since before it began. */
 static grt_status sites_now(exam *x, grt_doctor_site *out, size_t *n_out, uint64_t *traced) {
   const grt_trace_info *in = x->info;
-  grt_doctor_site *all = calloc(x->live.count + 1, sizeof *all);
-  grt__u64map at; /* stack id -> index in all + 1 */
-  grt__u64map_init(&at);
-  if (!all) return GRT_ERR_NOMEM;
-  size_t n = 0;
+  site_set ss = {.all = calloc(x->live.count + x->start.at.count + 1, sizeof *ss.all)};
+  grt__u64map_init(&ss.at);
+  if (!ss.all) return GRT_ERR_NOMEM;
   grt_status st = GRT_OK;
   grt__u64map_iter it = grt__u64map_begin(&x->live);
   uint64_t addr;
   void *v;
   while (!st && grt__u64map_next(&x->live, &it, &addr, &v)) {
     uint64_t idx = (uint64_t)(uintptr_t)v - 1;
-    uint32_t stack = in->event_stack ? in->event_stack[idx] : 0;
-    void *slot = grt__u64map_get(&at, stack);
-    if (!slot) {
-      all[n] = (grt_doctor_site){.stack = stack};
-      slot = (void *)(uintptr_t)(++n);
-      if (!grt__u64map_put(&at, stack, slot)) st = GRT_ERR_NOMEM;
-    }
-    grt_doctor_site *s = &all[(uintptr_t)slot - 1];
-    s->bytes += in->events[idx].size;
-    s->count++;
+    st = add_site(&ss, in->event_stack ? in->event_stack[idx] : 0, in->events[idx].size);
     *traced += in->events[idx].size;
   }
-  if (!st) {
-    qsort(all, n, sizeof *all, cmp_site);
-    *n_out = n < GRT_DOCTOR_MAX_SITES ? n : GRT_DOCTOR_MAX_SITES;
-    memcpy(out, all, *n_out * sizeof *out);
+  it = grt__u64map_begin(&x->start.at);
+  while (!st && grt__u64map_next(&x->start.at, &it, &addr, &v)) {
+    const grt__start_block *b = &x->start.v[(uintptr_t)v - 1];
+    st = add_site(&ss, b->stack, b->size);
+    *traced += b->size;
   }
-  grt__u64map_free(&at);
-  free(all);
+  if (!st) {
+    qsort(ss.all, ss.n, sizeof *ss.all, cmp_site);
+    *n_out = ss.n < GRT_DOCTOR_MAX_SITES ? ss.n : GRT_DOCTOR_MAX_SITES;
+    memcpy(out, ss.all, *n_out * sizeof *out);
+  }
+  grt__u64map_free(&ss.at);
+  free(ss.all);
   return st;
 }
 
@@ -237,8 +257,10 @@ grt_status grt_doctor_examine(const grt_trace *trace, grt_doctor_report *out, ch
   exam x = {.rep = out, .info = &in};
   grt__u64map_init(&x.live);
   moments_of(trace, &in, &x);
+  if ((st = grt__start_blocks_collect(&in, &x.start))) return st;
   st = examine(trace, &x, err, err_size);
   grt__u64map_free(&x.live);
+  grt__start_blocks_free(&x.start);
   if (!st) verdict(out);
   return st;
 }

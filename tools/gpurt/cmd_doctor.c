@@ -141,8 +141,7 @@ static void print_sites(const grt_trace *t, const char *when, const grt_doctor_m
   if (!m->valid) return;
   printf("\nwhich code held the memory %s (bytes live by allocation site, allocator frames folded):\n", when);
   if (m->requested > m->traced)
-    printf("  %10s allocated before recording began (no alloc event in the trace: frames in the snapshot's "
-           "blocks)\n",
+    printf("  %10s live since before recording began, not in the snapshot's blocks\n",
            grt_format_bytes(m->requested - m->traced, b, 32));
   if (!n) printf("  %10s allocated by the trace\n", grt_format_bytes(0, c, 32));
   for (size_t i = 0; i < n; i++) {
