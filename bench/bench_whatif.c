@@ -94,14 +94,13 @@ static size_t settings(const grt_trace *t, grt_whatif_row *rows, size_t want) {
                                      "max_split_size_mb:768",
                                      "expandable_segments:True,roundup_power2_divisions:2",
                                      "garbage_collection_threshold:0.5,per_process_memory_fraction:0.9",
-                                     "expandable_segments:True,garbage_collection_threshold:0.6,"
-                                     "per_process_memory_fraction:0.95",
+                                     "expandable_segments:True,garbage_collection_threshold:0.6,per_process_memory_fraction:0.95",
                                      "max_split_size_mb:64,garbage_collection_threshold:0.6,per_process_memory_fraction:0.95",
                                      "expandable_segments:True,max_split_size_mb:256",
                                      "roundup_power2_divisions:[>:4]"};
-  for (size_t i = 0; n < want && i < sizeof more / sizeof more[0]; i++) {
+  for (size_t i = 0; n < want && i < sizeof more / sizeof more[0]; i++, n++) {
     memset(&rows[n], 0, sizeof rows[n]);
-    snprintf(rows[n++].conf, sizeof rows[n].conf, "%s", more[i]);
+    snprintf(rows[n].conf, sizeof rows[n].conf, "%s", more[i]);
   }
   return n;
 }
