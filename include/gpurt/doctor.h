@@ -117,7 +117,7 @@ typedef struct grt_doctor_report {
   grt_doctor_verdict verdict;
   char why[320];                   /* the numbers behind the verdict, in a sentence */
   uint64_t process_memory;         /* reserved + free at the first OOM (0: no OOM recorded) */
-  grt_doctor_moment peak;          /* at the peak of reserved bytes */
+  grt_doctor_moment peak;          /* at the peak of live (requested) bytes, as recorded */
   grt_doctor_moment oom;           /* just after the first recorded OOM (its release path run) */
   grt_doctor_pinned pinned[GRT_DOCTOR_MAX_PINNED]; /* at the OOM, else the peak: most free bytes first */
   size_t n_pinned;
@@ -130,7 +130,7 @@ typedef struct grt_doctor_report {
 } grt_doctor_report;
 
 /* Replays a PyTorch snapshot faithfully (rebuilt start, recorded addresses,
- * recorded OOMs replayed) and reports the state at its peak and at its
+ * recorded OOMs replayed) and reports the state at its peak of live bytes and at its
  * first OOM, the verdict, and the segments live blocks pin. err (may be
  * NULL) gets the reason of a failure. */
 GRT_API GRT_MUST_CHECK grt_status grt_doctor_examine(const grt_trace *trace, grt_doctor_report *out, char *err,

@@ -1,5 +1,5 @@
 /* examine.c — the diagnosis of a recorded run (gpurt/doctor.h): the
- * faithful replay, with the allocator's state taken at the peak of reserved
+ * faithful replay, with the allocator's state taken at the peak of live
  * bytes and just after the first recorded OOM, the verdict, and the
  * segments live blocks pin.
  *
@@ -213,14 +213,14 @@ static void verdict(grt_doctor_report *rep) {
            grt_format_bytes(m->reserved, b[3], sizeof b[3]), grt_format_bytes(m->device_free, b[4], sizeof b[4]));
 }
 
-/* The first oom event and the peak of reserved bytes, from the recording. */
+/* The first oom event and the peak of live (requested) bytes, from the recording. */
 static void moments_of(const grt_trace *t, const grt_trace_info *in, exam *x) {
   x->peak_event = x->oom_event = UINT64_MAX;
   for (size_t i = 0; i < in->n_events && x->oom_event == UINT64_MAX; i++)
     if (in->events[i].kind == GRT_TRACE_OOM) x->oom_event = i;
   grt_trace_recorded rec;
   if (grt_trace_recorded_figures(t, &rec) == GRT_OK) {
-    x->peak_event = in->n_events ? rec.reserved_peak_event : UINT64_MAX;
+    x->peak_event = in->n_events ? rec.requested_peak_event : UINT64_MAX;
     x->rep->partial = rec.partial;
   }
 }

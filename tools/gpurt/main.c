@@ -20,6 +20,7 @@ static const grt_cli_command commands[] = {
      grt_cmd_replay},
     {"compare", "one table across allocator policies and traces", grt_cmd_compare},
     {"doctor", "why a snapshot OOMed (demand or fragmentation) and the setting that fixes it", grt_cmd_doctor},
+    {"diff", "two snapshots before and after a change: figures, sites, segments", grt_cmd_diff},
     {"whatif", "a snapshot replayed under every PYTORCH_CUDA_ALLOC_CONF worth trying", grt_cmd_whatif},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
