@@ -108,6 +108,8 @@ for good in 1048576 512M 512m 16G 1.5GiB 64k 2TB 4096b; do
 done
 ok replay "$TRACE" --capacity 2M --no-search
 refused "--capacity below 2 MiB: a paged device holds whole 2 MiB pages" replay "$TRACE" --capacity 1M
+refused "--capacity below 2 MiB: a paged device holds whole 2 MiB pages" stats "$TRACE" --capacity 1M
+refused "--capacity below 2 MiB: a paged device holds whole 2 MiB pages" compare "$TRACE" --capacity 1M
 refused "option '--device-model' wants one of contiguous, paged, got 'flat'" replay "$TRACE" --device-model flat
 refused "option '--device-model' .*got 'flat'" compare "$TRACE" --device-model flat
 refused "--fidelity does not combine with --device-model" replay "$TRACE" --fidelity --device-model paged

@@ -240,6 +240,12 @@ bool cli_opt_device_model(const cli_opts *p, grt_device_model *out) {
   return grt_device_model_parse(names[i], out) == GRT_OK; /* both names parse */
 }
 
+int cli_opts_check_capacity(const cli_opts *p, uint64_t capacity, grt_device_model model) {
+  if (!capacity || capacity >= GRT_SMALL_BUFFER || model != GRT_DEVICE_MODEL_PAGED) return CLI_ARGS_OK;
+  return cli_opts_fail(p, "--capacity below 2 MiB: a paged device holds whole 2 MiB pages "
+                          "(or choose --device-model contiguous)");
+}
+
 bool cli_opt_list(const cli_opts *p, const char **out, size_t max, size_t *n) {
   size_t have = *n;
   char *text = (char *)p->arg, *save = NULL;

@@ -93,6 +93,9 @@ bool cli_opt_device(const cli_opts *p, int *out);
 bool cli_opt_choice(const cli_opts *p, const char *const *words, size_t n, size_t *index);
 /* --device-model contiguous|paged. */
 bool cli_opt_device_model(const cli_opts *p, grt_device_model *out);
+/* A --capacity the device model can hold (a paged device holds whole 2 MiB
+ * pages; 0 = automatic): CLI_ARGS_OK, or the exit status after the message. */
+int cli_opts_check_capacity(const cli_opts *p, uint64_t capacity, grt_device_model model);
 /* A comma-separated list appended to out[*n..max-1] (the value is split in
  * place); refuses a list with no item and one that does not fit. */
 bool cli_opt_list(const cli_opts *p, const char **out, size_t max, size_t *n);

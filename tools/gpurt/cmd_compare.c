@@ -152,10 +152,7 @@ static int compare_parse(int argc, char **argv, compare_args *a) {
     usage(stderr);
     return 2;
   }
-  if (a->o.capacity && a->o.capacity < GRT_SMALL_BUFFER && a->o.device_model == GRT_DEVICE_MODEL_PAGED)
-    return cli_opts_fail(&p, "--capacity below 2 MiB: a paged device holds whole 2 MiB pages "
-                             "(or choose --device-model contiguous)");
-  return CLI_ARGS_OK;
+  return cli_opts_check_capacity(&p, a->o.capacity, a->o.device_model);
 }
 
 int grt_cmd_compare(int argc, char **argv) {

@@ -265,9 +265,8 @@ int grt_cmd_doctor(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  if (a.o.capacity && a.o.capacity < GRT_SMALL_BUFFER && a.o.device_model == GRT_DEVICE_MODEL_PAGED)
-    return cli_opts_fail(&p, "--capacity below 2 MiB: a paged device holds whole 2 MiB pages "
-                             "(or choose --device-model contiguous)");
+  int cap = cli_opts_check_capacity(&p, a.o.capacity, a.o.device_model);
+  if (cap != CLI_ARGS_OK) return cap;
   grt_trace *t = cli_load_trace("doctor", a.path, a.device);
   if (!t) return 1;
   int rc = doctor_loaded(t, &a);

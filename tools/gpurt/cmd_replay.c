@@ -272,9 +272,8 @@ static int replay_conflicts(const cli_opts *p, const replay_args *a) {
   if (a->serve && (a->fidelity || a->csv || a->json || a->html || a->search || a->fail_on_oom))
     return cli_opts_fail(p, "--serve does not combine with --fidelity, --csv, --json, --html, --search or "
                             "--fail-on-oom");
-  if (a->o.capacity && a->o.capacity < GRT_SMALL_BUFFER && a->o.device_model == GRT_DEVICE_MODEL_PAGED)
-    return cli_opts_fail(p, "--capacity below 2 MiB: a paged device holds whole 2 MiB pages "
-                            "(or choose --device-model contiguous)");
+  int cap = cli_opts_check_capacity(p, a->o.capacity, a->o.device_model);
+  if (cap != CLI_ARGS_OK) return cap;
   const char *why = a->fidelity ? fidelity_conflict(a) : NULL;
   if (why) return cli_opts_fail(p, "--fidelity does not combine with %s", why);
   return CLI_ARGS_OK;

@@ -18,7 +18,7 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: gpurt stats TRACE [--policy P] [--capacity BYTES] [--conf STR] [--device N]\n"
-          "                   [--format summary|json|snapshot|prometheus] [--abbreviated]\n"
+          "                   [--device-model M] [--format summary|json|snapshot|prometheus] [--abbreviated]\n"
           "       gpurt stats [--workload dayshift] [--events N] [--seed S] [--format F] [--abbreviated]\n\n"
           "Replays TRACE (PyTorch snapshot pickle, gpurt native, RMM CSV, minimalloc CSV) through\n"
           "an allocator policy as `gpurt replay` does, or runs a built-in workload, to its end;\n"
@@ -27,6 +27,7 @@ static void usage(FILE *f) {
           "  --capacity BYTES trace: device capacity, e.g. 16G (default: automatic, as gpurt replay)\n"
           "  --conf STR       trace: allocator config, PYTORCH_CUDA_ALLOC_CONF style\n"
           "  --device N       trace: PyTorch snapshots: which device's trace (default 0)\n"
+          "  --device-model M trace: the simulated device, paged (default) or contiguous (gpurt replay --help)\n"
           "  --workload NAME  dayshift: a serving day (reserved flat, allocated flat,\n"
           "                   largest free block sinking, a final OOM) [default]\n"
           "  --events N       length of the day in allocator events (default 20000)\n"
@@ -144,11 +145,15 @@ typedef struct stats_args {
   int abbreviated;
 } stats_args;
 
-enum { ST_POLICY = 256, ST_CAPACITY, ST_CONF, ST_DEVICE, ST_WORKLOAD, ST_EVENTS, ST_SEED, ST_FORMAT, ST_ABBREVIATED };
+enum {
+  ST_POLICY = 256, ST_CAPACITY, ST_CONF, ST_DEVICE, ST_DEVICE_MODEL, ST_WORKLOAD, ST_EVENTS, ST_SEED, ST_FORMAT,
+  ST_ABBREVIATED
+};
 
 static const struct option stats_options[] = {
     {"policy", required_argument, NULL, ST_POLICY},
     {"capacity", required_argument, NULL, ST_CAPACITY},
+    {"device-model", required_argument, NULL, ST_DEVICE_MODEL},
     {"conf", required_argument, NULL, ST_CONF},
     {"device", required_argument, NULL, ST_DEVICE},
     {"workload", required_argument, NULL, ST_WORKLOAD},
@@ -170,6 +175,7 @@ static bool stats_option(const cli_opts *p, int c, stats_args *a) {
   switch (c) {
   case ST_POLICY: a->o.policy = p->arg; break;
   case ST_CAPACITY: ok = cli_opt_bytes(p, &a->o.capacity); break;
+  case ST_DEVICE_MODEL: ok = cli_opt_device_model(p, &a->o.device_model); break;
   case ST_CONF: a->o.conf = p->arg; break;
   case ST_DEVICE: ok = cli_opt_device(p, &a->o.device); break;
   case ST_WORKLOAD: ok = cli_opt_choice(p, workloads, sizeof workloads / sizeof workloads[0], &i); break;
@@ -182,7 +188,8 @@ static bool stats_option(const cli_opts *p, int c, stats_args *a) {
   case ST_ABBREVIATED: a->abbreviated = 1; break;
   default: return false; /* CLI_OPT_ERROR: already reported */
   }
-  if (c == ST_POLICY || c == ST_CAPACITY || c == ST_CONF || c == ST_DEVICE) a->trace_opt = p->name;
+  if (c == ST_POLICY || c == ST_CAPACITY || c == ST_CONF || c == ST_DEVICE || c == ST_DEVICE_MODEL)
+    a->trace_opt = p->name;
   if (c == ST_WORKLOAD || c == ST_EVENTS || c == ST_SEED) a->workload_opt = p->name;
   return ok;
 }
@@ -209,7 +216,7 @@ static int stats_parse(int argc, char **argv, stats_args *a) {
     return cli_opts_fail(&p, "--%s goes with a trace: gpurt stats TRACE --%s ...", a->trace_opt, a->trace_opt);
   if (a->abbreviated && strcmp(a->format, "summary"))
     return cli_opts_fail(&p, "--abbreviated shortens the summary, not --format %s", a->format);
-  return CLI_ARGS_OK;
+  return cli_opts_check_capacity(&p, a->o.capacity, a->o.device_model);
 }
 
 int grt_cmd_stats(int argc, char **argv) {

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "cli_opts.h"
@@ -93,10 +92,7 @@ static int whatif_parse(int argc, char **argv, cli_whatif_args *a) {
     return 2;
   }
   if (a->json && a->csv) return cli_opts_fail(&p, "--json and --csv are two outputs; pick one");
-  if (a->o.capacity && a->o.capacity < GRT_SMALL_BUFFER && a->o.device_model == GRT_DEVICE_MODEL_PAGED)
-    return cli_opts_fail(&p, "--capacity below 2 MiB: a paged device holds whole 2 MiB pages "
-                             "(or choose --device-model contiguous)");
-  return CLI_ARGS_OK;
+  return cli_opts_check_capacity(&p, a->o.capacity, a->o.device_model);
 }
 
 int grt_cmd_whatif(int argc, char **argv) {
