@@ -87,6 +87,9 @@ typedef struct grt_doctor_moment {
   uint64_t largest_free;           /* the largest cached free block */
   uint64_t request;                /* at an OOM: the request that failed */
   uint64_t device_free;            /* at an OOM: the free device bytes PyTorch saw */
+  uint64_t streams;                /* streams whose segments hold bytes */
+  uint64_t other_stream_free;      /* cached free bytes on streams other than the request's (the OOM) or
+                                      the one holding the most allocated bytes (the peak) */
   uint64_t traced;                 /* requested bytes the sites hold (allocations the trace made, and
                                       blocks live since before it began that the snapshot names) */
 } grt_doctor_moment;
@@ -113,6 +116,54 @@ typedef struct grt_doctor_site {
   uint64_t count;                  /* live allocations */
 } grt_doctor_site;
 
+/* ---- the runtime contract: what a serving platform requires of its runtime,
+ * the rules a trace can show broken (docs/RUNTIME_CONTRACT.md) ---- */
+
+typedef enum grt_contract_rule {
+  GRT_CONTRACT_STEADY_MALLOCS = 0, /* no device malloc/free once the loop repeats */
+  GRT_CONTRACT_EMPTY_CACHE,        /* no empty_cache bursts (each device free synchronizes) */
+  GRT_CONTRACT_OOM_RETRIES,        /* no flush-and-retry on a full device, no OOM */
+  GRT_CONTRACT_CROSS_STREAM_FREES, /* stream-ordered lifetimes: no frees deferred by record_stream */
+  GRT_CONTRACT_STREAM_STRANDING,   /* no cached bytes one stream holds while another needs them */
+  GRT_CONTRACT_RULE_COUNT
+} grt_contract_rule;
+
+typedef enum grt_contract_outcome {
+  GRT_CONTRACT_KEPT = 0,
+  GRT_CONTRACT_BROKEN,
+  GRT_CONTRACT_UNKNOWN             /* the trace cannot tell (no repetition found, no times recorded) */
+} grt_contract_outcome;
+
+/* One rule as the trace shows it. The figures are the recorded run's. */
+typedef struct grt_contract_finding {
+  grt_contract_outcome outcome;
+  uint64_t count;                  /* occurrences: device mallocs after warm-up, empty_cache bursts,
+                                      retries, deferred frees, streams holding cached bytes */
+  uint64_t also;                   /* device frees after warm-up, OOMs, the longest deferral in events,
+                                      the streams in use (by rule) */
+  uint64_t bytes;                  /* bytes they involved (for stranding: cached free bytes on other streams) */
+  uint64_t first_event;            /* the first occurrence (UINT64_MAX: none) */
+  uint32_t stack;                  /* its recorded stack (0: none) */
+  int64_t time_us;                 /* recorded microseconds they took (-1: the trace has no times) */
+  char detail[256];                /* the figures in a sentence */
+} grt_contract_finding;
+
+/* The loop the trace repeats: iterations begin where one allocation site
+ * (the anchor) recurs, and the allocation sites between two of its
+ * occurrences are the same from one iteration to the next. */
+typedef struct grt_doctor_steady {
+  bool found;
+  uint64_t iterations;             /* occurrences of the anchor */
+  uint64_t from_event;             /* the event that begins the second iteration: warm-up ends */
+  uint64_t period;                 /* allocations per iteration (mean) */
+  uint32_t anchor_stack;           /* the anchor's stack; 0 for a trace without frames (anchor_size then) */
+  uint64_t anchor_size;
+  double similarity;               /* mean multiset Jaccard of consecutive iterations' sites, 0..1 */
+} grt_doctor_steady;
+
+/* The rule's short name ("steady-state-mallocs", ...), or "?" */
+GRT_API const char *grt_contract_rule_name(grt_contract_rule rule);
+
 typedef struct grt_doctor_report {
   grt_doctor_verdict verdict;
   char why[320];                   /* the numbers behind the verdict, in a sentence */
@@ -127,6 +178,8 @@ typedef struct grt_doctor_report {
   grt_doctor_site peak_sites[GRT_DOCTOR_MAX_SITES], oom_sites[GRT_DOCTOR_MAX_SITES];
   size_t n_peak_sites, n_oom_sites;
   bool partial;                    /* the trace began mid-run: the start was rebuilt */
+  grt_doctor_steady steady;
+  grt_contract_finding contract[GRT_CONTRACT_RULE_COUNT];
 } grt_doctor_report;
 
 /* Replays a PyTorch snapshot faithfully (rebuilt start, recorded addresses,

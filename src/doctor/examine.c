@@ -27,6 +27,7 @@ typedef struct exam {
   uint64_t peak_event, oom_event;   /* UINT64_MAX: none */
   grt__u64map live;                 /* recorded address of a live allocation -> its alloc event + 1 */
   grt__start_blocks start;          /* blocks live when recording began, while still live */
+  grt__contract contract;
   bool nomem;
 } exam;
 
@@ -35,7 +36,47 @@ static void add_bytes(void *ctx, grt_devptr addr, uint64_t size, grt_stream_id s
   *(uint64_t *)ctx += size;
 }
 
-static grt_status take_moment(grt_replay *r, uint64_t index, grt_doctor_moment *m) {
+typedef struct stream_bytes {
+  grt_stream_id stream;
+  uint64_t allocated, free;
+} stream_bytes;
+
+static int cmp_stream(const void *a, const void *b) {
+  const stream_bytes *x = a, *y = b;
+  return x->stream < y->stream ? -1 : x->stream > y->stream;
+}
+
+/* How many streams hold segments, and the cached free bytes on streams other
+ * than `own` (NULL: the one holding the most allocated bytes). */
+static grt_status stream_split(const grt_alloc_snapshot *snap, const grt_stream_id *own, grt_doctor_moment *m) {
+  stream_bytes *v = malloc((snap->n_segments + 1) * sizeof *v);
+  if (!v) return GRT_ERR_NOMEM;
+  size_t n = 0;
+  for (size_t i = 0; i < snap->n_segments; i++) {
+    const grt_snapshot_segment *g = &snap->segments[i];
+    v[i] = (stream_bytes){g->stream, g->allocated_size, g->total_size - g->allocated_size};
+  }
+  qsort(v, snap->n_segments, sizeof *v, cmp_stream);
+  for (size_t i = 0; i < snap->n_segments; i++) { /* one entry per stream */
+    if (n && v[n - 1].stream == v[i].stream) {
+      v[n - 1].allocated += v[i].allocated, v[n - 1].free += v[i].free;
+    } else {
+      v[n++] = v[i];
+    }
+  }
+  size_t main = 0;
+  for (size_t i = 0; i < n; i++)
+    if (own ? v[i].stream == *own : v[i].allocated > v[main].allocated) main = i;
+  uint64_t total_free = 0;
+  for (size_t i = 0; i < n; i++) total_free += v[i].free;
+  bool own_found = n && (!own || v[main].stream == *own);
+  m->streams = n;
+  m->other_stream_free = total_free - (own_found ? v[main].free : 0);
+  free(v);
+  return GRT_OK;
+}
+
+static grt_status take_moment(grt_replay *r, uint64_t index, grt_doctor_moment *m, const grt_stream_id *own) {
   grt_allocator *a = grt_replay_allocator(r);
   grt_alloc_stats s;
   grt_alloc_snapshot *snap = NULL;
@@ -43,6 +84,7 @@ static grt_status take_moment(grt_replay *r, uint64_t index, grt_doctor_moment *
   grt_status st = grt_alloc_get_stats(a, &s);
   if (!st) st = grt_alloc_snapshot_take(a, &snap);
   if (!st) st = grt_free_space_of(snap, &fs);
+  if (!st) st = stream_split(snap, own, m);
   grt_alloc_snapshot_free(snap);
   uint64_t releasable = 0;
   if (!st) st = grt__alloc_releasable(a, add_bytes, &releasable);
@@ -173,15 +215,15 @@ static grt_status sites_now(exam *x, grt_doctor_site *out, size_t *n_out, uint64
 static grt_status on_step(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index) {
   exam *x = ctx;
   track(x, ev, index);
-  grt_status st = GRT_OK;
+  grt_status st = grt__contract_step(&x->contract, r, ev, index);
   /* PyTorch logs a segment before the alloc it serves; the model makes it at that alloc */
   bool at_peak = !x->rep->peak.valid && index >= x->peak_event && ev->kind != GRT_TRACE_SEGMENT_ALLOC &&
                  ev->kind != GRT_TRACE_SEGMENT_MAP;
-  if (at_peak) st = take_moment(r, index, &x->rep->peak);
+  if (!st && at_peak) st = take_moment(r, index, &x->rep->peak, NULL);
   if (!st && at_peak) st = sites_now(x, x->rep->peak_sites, &x->rep->n_peak_sites, &x->rep->peak.traced);
   if (!st && at_peak && x->oom_event == UINT64_MAX) st = find_pinned(x, r);
   if (!st && index == x->oom_event) {
-    st = take_moment(r, index, &x->rep->oom);
+    st = take_moment(r, index, &x->rep->oom, &x->info->streams[ev->stream]);
     x->rep->oom.request = ev->size;
     x->rep->oom.device_free = (ev->flags & GRT_TRACE_F_ADDR) ? ev->addr : 0;
     if (!st) st = find_pinned(x, r);
@@ -257,10 +299,14 @@ grt_status grt_doctor_examine(const grt_trace *trace, grt_doctor_report *out, ch
   exam x = {.rep = out, .info = &in};
   grt__u64map_init(&x.live);
   moments_of(trace, &in, &x);
-  if ((st = grt__start_blocks_collect(&in, &x.start))) return st;
-  st = examine(trace, &x, err, err_size);
+  grt__contract_init(&x.contract, trace, &in, out);
+  st = grt__doctor_steady_find(&in, &out->steady);
+  if (!st) st = grt__start_blocks_collect(&in, &x.start);
+  if (!st) st = examine(trace, &x, err, err_size);
+  else if (err) snprintf(err, err_size, "no host memory");
   grt__u64map_free(&x.live);
   grt__start_blocks_free(&x.start);
-  if (!st) verdict(out);
+  if (!st) verdict(out), grt__contract_finish(&x.contract);
+  grt__contract_free(&x.contract);
   return st;
 }

@@ -151,6 +151,36 @@ static void print_sites(const grt_trace *t, const char *when, const grt_doctor_m
   }
 }
 
+static const char *outcome_word(grt_contract_outcome o) {
+  return o == GRT_CONTRACT_BROKEN ? "broken" : o == GRT_CONTRACT_KEPT ? "kept" : "unknown";
+}
+
+/* The innermost frame worth showing of a stack, "name (file:line)", or NULL. */
+static const grt_trace_frame *shown_frame(const grt_trace *t, uint32_t stack) {
+  const grt_trace_frame *f;
+  size_t n, keep[1];
+  if (!stack || grt_trace_stack(t, stack, &f, &n) || !grt_trace_frames_fold(f, n, keep, 1)) return NULL;
+  return &f[keep[0]];
+}
+
+static void print_contract(const grt_trace *t, const grt_doctor_report *rep) {
+  const grt_doctor_steady *s = &rep->steady;
+  printf("\nruntime contract (docs/RUNTIME_CONTRACT.md), as the recorded run kept it:\n");
+  if (s->found)
+    printf("  the loop: %" PRIu64 " iterations of about %" PRIu64 " allocations; warm-up ends at event %" PRIu64 "\n",
+           s->iterations, s->period, s->from_event);
+  for (int i = 0; i < GRT_CONTRACT_RULE_COUNT; i++) {
+    const grt_contract_finding *f = &rep->contract[i];
+    printf("  %-7s %-20s %s", outcome_word(f->outcome), grt_contract_rule_name((grt_contract_rule)i), f->detail);
+    if (f->count && f->time_us > 0) printf("; %.3f ms recorded", (double)f->time_us / 1000.0);
+    printf("\n");
+    const grt_trace_frame *fr = f->outcome == GRT_CONTRACT_BROKEN ? shown_frame(t, f->stack) : NULL;
+    if (fr)
+      printf("  %-28s first at event %" PRIu64 ": %s (%s:%" PRId64 ")\n", "", f->first_event, fr->name,
+             fr->filename, (int64_t)fr->line);
+  }
+}
+
 static void print_text(const grt_trace *t, const grt_doctor_report *rep, const cli_whatif *w,
                        const cli_whatif_args *a) {
   printf("gpurt doctor: %s (device %d)\n\n", cli_basename(a->path), a->device);
@@ -161,6 +191,7 @@ static void print_text(const grt_trace *t, const grt_doctor_report *rep, const c
   print_sites(t, "at the peak", &rep->peak, rep->peak_sites, rep->n_peak_sites);
   print_sites(t, "at the first OOM", &rep->oom, rep->oom_sites, rep->n_oom_sites);
   print_pinned(rep);
+  print_contract(t, rep);
   print_recommendation(w, a);
 }
 
@@ -206,6 +237,32 @@ static void json_sites(const grt_trace *t, const char *name, const grt_doctor_si
   printf("], ");
 }
 
+static void json_contract(const grt_doctor_report *rep) {
+  const grt_doctor_steady *s = &rep->steady;
+  printf("\"steady_state\": ");
+  if (s->found)
+    printf("{\"iterations\": %" PRIu64 ", \"from_event\": %" PRIu64 ", \"period\": %" PRIu64
+           ", \"similarity\": %.4f}, ", s->iterations, s->from_event, s->period, s->similarity);
+  else
+    printf("null, ");
+  printf("\"contract\": [");
+  for (int i = 0; i < GRT_CONTRACT_RULE_COUNT; i++) {
+    const grt_contract_finding *f = &rep->contract[i];
+    printf("%s{\"rule\": \"%s\", \"outcome\": \"%s\", \"count\": %" PRIu64 ", \"also\": %" PRIu64
+           ", \"bytes\": %" PRIu64 ", \"first_event\": ", i ? ", " : "", grt_contract_rule_name((grt_contract_rule)i),
+           outcome_word(f->outcome), f->count, f->also, f->bytes);
+    if (f->first_event == UINT64_MAX) printf("null");
+    else printf("%" PRIu64, f->first_event);
+    printf(", \"time_us\": ");
+    if (f->time_us < 0) printf("null");
+    else printf("%" PRId64, f->time_us);
+    printf(", \"detail\": ");
+    json_str(f->detail);
+    printf("}");
+  }
+  printf("], ");
+}
+
 static void print_json(const grt_trace *t, const grt_doctor_report *rep, const cli_whatif *w,
                        const cli_whatif_args *a) {
   long best = cli_whatif_best(w);
@@ -223,7 +280,9 @@ static void print_json(const grt_trace *t, const grt_doctor_report *rep, const c
     printf("%s{\"address\": %" PRIu64 ", \"size\": %" PRIu64 ", \"free\": %" PRIu64 ", \"live_blocks\": %" PRIu64 "}",
            i ? ", " : "", rep->pinned[i].address, rep->pinned[i].size, rep->pinned[i].free_bytes,
            rep->pinned[i].live_blocks);
-  printf("], \"capacity\": %" PRIu64 ", \"device_model\": \"%s\", \"recommendation\": %s%s%s}\n", w->capacity,
+  printf("], ");
+  json_contract(rep);
+  printf("\"capacity\": %" PRIu64 ", \"device_model\": \"%s\", \"recommendation\": %s%s%s}\n", w->capacity,
          grt_device_model_name(a->o.device_model), best < 0 ? "" : "\"", best < 0 ? "null" : w->rows[best].conf,
          best < 0 ? "" : "\"");
 }
