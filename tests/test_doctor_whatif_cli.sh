@@ -72,8 +72,14 @@ grep -q "fit in the 42.00 MiB the process had (40.00 MiB reserved + 2.00 MiB fre
 grep -qE "^  0x10000000 +20.00 MiB segment, +11.00 MiB free, 1 live block" <<<"$out" || fail "pinned: $out"
 grep -q "capacity: the snapshot's first OOM" <<<"$out" || fail "capacity: $out"
 grep -qE "^  (PYTORCH_CUDA_ALLOC_CONF=|keep the snapshot's settings)" <<<"$out" || fail "recommendation: $out"
+grep -qE "^  broken  oom-retries +1 OOM recorded; no allocation succeeded on a retry" <<<"$out" ||
+  fail "contract: the OOM: $out"
+grep -qE "^  unknown steady-state-mallocs +no repeating loop found" <<<"$out" || fail "contract: no loop: $out"
+grep -qE "^  kept    cross-stream-frees" <<<"$out" || fail "contract: cross-stream: $out"
 json=$("$GPURT" doctor "$tmp/pinned.trace" --json) || fail "doctor --json failed"
 grep -q '"verdict": "fragmentation-bound"' <<<"$json" || fail "doctor --json: $json"
+grep -q '"rule": "oom-retries", "outcome": "broken", "count": 0, "also": 1' <<<"$json" || fail "doctor --json contract: $json"
+grep -q '"steady_state": null' <<<"$json" || fail "doctor --json steady_state: $json"
 "$GPURT" doctor "$tmp/pinned.trace" --fail-on-oom >/dev/null
 [ $? -eq 3 ] || fail "doctor --fail-on-oom: the snapshot's settings OOM at 42 MiB, exit should be 3"
 echo "ok: doctor"

@@ -101,7 +101,9 @@ typedef struct grt_doctor_pinned {
   grt_devptr address;              /* recorded address */
   uint64_t size, free_bytes;       /* the segment, and its cached free bytes */
   uint64_t live_blocks, live_bytes;
-  uint64_t first_live_event;       /* the alloc event of its lowest live block (its frames: that event's stack) */
+  uint64_t first_live_event;       /* the alloc event of its lowest live block the trace made (UINT64_MAX: none) */
+  uint32_t first_live_stack;       /* the stack of its lowest live block with one: its alloc event's, or for a
+                                      block live since before recording, the snapshot's (0: none) */
 } grt_doctor_pinned;
 
 #define GRT_DOCTOR_MAX_SITES 8

@@ -230,6 +230,9 @@ static void say_retries(grt_contract_finding *f) {
   f->outcome = f->count || f->also ? GRT_CONTRACT_BROKEN : GRT_CONTRACT_KEPT;
   if (f->outcome == GRT_CONTRACT_KEPT)
     snprintf(f->detail, sizeof f->detail, "no allocation found the device full");
+  else if (!f->count)
+    snprintf(f->detail, sizeof f->detail, "%" PRIu64 " OOM%s recorded; no allocation succeeded on a retry",
+             f->also, plural(f->also));
   else
     snprintf(f->detail, sizeof f->detail, "%" PRIu64 " allocation%s found the device full, flushed the cache (%s) "
              "and retried cudaMalloc; %" PRIu64 " OOM%s recorded", f->count, plural(f->count),

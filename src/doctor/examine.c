@@ -128,8 +128,14 @@ static void note_pinned(exam *x, const grt_snapshot_segment *s, grt_devptr recor
     }
     p.live_blocks++;
     p.live_bytes += b->size;
-    void *v = grt__u64map_get(&x->live, recorded + (b->address - s->address));
-    if (v && p.first_live_event == UINT64_MAX) p.first_live_event = (uint64_t)(uintptr_t)v - 1;
+    grt_devptr at = recorded + (b->address - s->address);
+    void *v = grt__u64map_get(&x->live, at);
+    if (v && p.first_live_event == UINT64_MAX) {
+      p.first_live_event = (uint64_t)(uintptr_t)v - 1;
+      if (!p.first_live_stack && x->info->event_stack) p.first_live_stack = x->info->event_stack[p.first_live_event];
+    }
+    void *sb = v ? NULL : grt__u64map_get(&x->start.at, at);
+    if (sb && !p.first_live_stack) p.first_live_stack = x->start.v[(uintptr_t)sb - 1].stack;
   }
   if (!p.free_bytes || !p.live_blocks) return;
   if (rep->n_pinned < GRT_DOCTOR_MAX_PINNED) {

@@ -15,7 +15,8 @@
  * similarity of consecutive windows. Candidates are tried fewest
  * occurrences first (the outer loop before the loop over layers inside it),
  * earliest first within a count; the first that scores at least
- * STEADY_MIN_SIMILARITY is the loop. */
+ * STEADY_MIN_SIMILARITY, over iterations of two allocations or more, is the
+ * loop. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@
 #include "doctor/doctor_impl.h"
 
 #define STEADY_MIN_SIMILARITY 0.8
+#define STEADY_MIN_PERIOD 2  /* allocations per iteration: one site recurring alone is no loop */
 #define STEADY_PER_COUNT 4   /* anchors tried per occurrence count */
 #define STEADY_MAX_TRIES 64  /* anchors tried in all: each costs a pass over the allocations */
 
@@ -150,7 +152,7 @@ static void choose(const tokens *t, const anchor_key *k, size_t n, uint32_t *pre
     tries++;
     uint64_t period;
     double s = score(t, k[i].tok, prev, cur, &period);
-    if (s < STEADY_MIN_SIMILARITY) continue;
+    if (s < STEADY_MIN_SIMILARITY || period < STEADY_MIN_PERIOD) continue;
     uint32_t a = k[i].tok;
     size_t second = t->first[a] + 1;
     while (t->tok[second] != a) second++;

@@ -76,7 +76,19 @@ static void print_moment(const char *what, const grt_doctor_moment *m) {
                           b[0], 32));
 }
 
-static void print_pinned(const grt_doctor_report *rep) {
+static const char *outcome_word(grt_contract_outcome o) {
+  return o == GRT_CONTRACT_BROKEN ? "broken" : o == GRT_CONTRACT_KEPT ? "kept" : "unknown";
+}
+
+/* The innermost frame worth showing of a stack, "name (file:line)", or NULL. */
+static const grt_trace_frame *shown_frame(const grt_trace *t, uint32_t stack) {
+  const grt_trace_frame *f;
+  size_t n, keep[1];
+  if (!stack || grt_trace_stack(t, stack, &f, &n) || !grt_trace_frames_fold(f, n, keep, 1)) return NULL;
+  return &f[keep[0]];
+}
+
+static void print_pinned(const grt_trace *t, const grt_doctor_report *rep) {
   char b[3][32];
   if (!rep->n_pinned) return;
   printf("\nsegments an empty_cache cannot give back (live blocks pin their free bytes), at the %s:\n",
@@ -88,6 +100,8 @@ static void print_pinned(const grt_doctor_report *rep) {
            p->live_blocks == 1 ? "" : "s", grt_format_bytes(p->live_bytes, b[2], 32));
     if (p->first_live_event != UINT64_MAX) printf("; first allocated at event %" PRIu64, p->first_live_event);
     printf("\n");
+    const grt_trace_frame *fr = shown_frame(t, p->first_live_stack);
+    if (fr) printf("      pinned by %s (%s:%" PRId64 ")\n", fr->name, fr->filename, (int64_t)fr->line);
   }
 }
 
@@ -126,7 +140,7 @@ static void print_site_frames(const grt_trace *t, uint32_t stack) {
   const grt_trace_frame *f;
   size_t n, keep[3];
   if (!stack || grt_trace_stack(t, stack, &f, &n)) {
-    printf("      (no frames recorded)\n");
+    printf("      (no Python frames recorded: allocated off the Python thread, as autograd's backward pass is)\n");
     return;
   }
   size_t k = grt_trace_frames_fold(f, n, keep, 3);
@@ -149,18 +163,6 @@ static void print_sites(const grt_trace *t, const char *when, const grt_doctor_m
            sites[i].count == 1 ? "" : "s");
     print_site_frames(t, sites[i].stack);
   }
-}
-
-static const char *outcome_word(grt_contract_outcome o) {
-  return o == GRT_CONTRACT_BROKEN ? "broken" : o == GRT_CONTRACT_KEPT ? "kept" : "unknown";
-}
-
-/* The innermost frame worth showing of a stack, "name (file:line)", or NULL. */
-static const grt_trace_frame *shown_frame(const grt_trace *t, uint32_t stack) {
-  const grt_trace_frame *f;
-  size_t n, keep[1];
-  if (!stack || grt_trace_stack(t, stack, &f, &n) || !grt_trace_frames_fold(f, n, keep, 1)) return NULL;
-  return &f[keep[0]];
 }
 
 static void print_contract(const grt_trace *t, const grt_doctor_report *rep) {
@@ -190,7 +192,7 @@ static void print_text(const grt_trace *t, const grt_doctor_report *rep, const c
   if (rep->partial) printf("  (the trace began mid-run: the state when recording began was rebuilt)\n");
   print_sites(t, "at the peak", &rep->peak, rep->peak_sites, rep->n_peak_sites);
   print_sites(t, "at the first OOM", &rep->oom, rep->oom_sites, rep->n_oom_sites);
-  print_pinned(rep);
+  print_pinned(t, rep);
   print_contract(t, rep);
   print_recommendation(w, a);
 }
@@ -215,24 +217,47 @@ static void to_stdout(void *ctx, const char *s, size_t n) {
 /* One JSON string, escaped by the project's one writer (frame names are C++ symbols and paths). */
 static void json_str(const char *s) { grt__json_write_string(s, GRT__JSON_SHORT_ESCAPES, to_stdout, NULL); }
 
+/* A stack's folded frames as a JSON list (at most 8). */
+static void json_frames(const grt_trace *t, uint32_t stack) {
+  const grt_trace_frame *f;
+  size_t nf, keep[8];
+  printf("[");
+  if (stack && !grt_trace_stack(t, stack, &f, &nf)) {
+    size_t k = grt_trace_frames_fold(f, nf, keep, 8);
+    for (size_t j = 0; j < k && j < 8; j++) {
+      printf("%s{\"name\": ", j ? ", " : "");
+      json_str(f[keep[j]].name);
+      printf(", \"filename\": ");
+      json_str(f[keep[j]].filename);
+      printf(", \"line\": %" PRId64 "}", (int64_t)f[keep[j]].line);
+    }
+  }
+  printf("]");
+}
+
 static void json_sites(const grt_trace *t, const char *name, const grt_doctor_site *sites, size_t n) {
   printf("\"%s\": [", name);
   for (size_t i = 0; i < n; i++) {
-    printf("%s{\"bytes\": %" PRIu64 ", \"count\": %" PRIu64 ", \"frames\": [", i ? ", " : "", sites[i].bytes,
+    printf("%s{\"bytes\": %" PRIu64 ", \"count\": %" PRIu64 ", \"frames\": ", i ? ", " : "", sites[i].bytes,
            sites[i].count);
-    const grt_trace_frame *f;
-    size_t nf, keep[8];
-    if (sites[i].stack && !grt_trace_stack(t, sites[i].stack, &f, &nf)) {
-      size_t k = grt_trace_frames_fold(f, nf, keep, 8);
-      for (size_t j = 0; j < k && j < 8; j++) {
-        printf("%s{\"name\": ", j ? ", " : "");
-        json_str(f[keep[j]].name);
-        printf(", \"filename\": ");
-        json_str(f[keep[j]].filename);
-        printf(", \"line\": %" PRId64 "}", (int64_t)f[keep[j]].line);
-      }
-    }
-    printf("]}");
+    json_frames(t, sites[i].stack);
+    printf("}");
+  }
+  printf("], ");
+}
+
+static void json_pinned(const grt_trace *t, const grt_doctor_report *rep) {
+  printf("\"pinned\": [");
+  for (size_t i = 0; i < rep->n_pinned; i++) {
+    const grt_doctor_pinned *p = &rep->pinned[i];
+    printf("%s{\"address\": %" PRIu64 ", \"size\": %" PRIu64 ", \"free\": %" PRIu64 ", \"live_blocks\": %" PRIu64
+           ", \"live_bytes\": %" PRIu64 ", \"first_live_event\": ",
+           i ? ", " : "", p->address, p->size, p->free_bytes, p->live_blocks, p->live_bytes);
+    if (p->first_live_event == UINT64_MAX) printf("null");
+    else printf("%" PRIu64, p->first_live_event);
+    printf(", \"frames\": ");
+    json_frames(t, p->first_live_stack);
+    printf("}");
   }
   printf("], ");
 }
@@ -275,12 +300,7 @@ static void print_json(const grt_trace *t, const grt_doctor_report *rep, const c
   json_moment("oom", &rep->oom, true);
   json_sites(t, "peak_sites", rep->peak_sites, rep->n_peak_sites);
   json_sites(t, "oom_sites", rep->oom_sites, rep->n_oom_sites);
-  printf("\"pinned\": [");
-  for (size_t i = 0; i < rep->n_pinned; i++)
-    printf("%s{\"address\": %" PRIu64 ", \"size\": %" PRIu64 ", \"free\": %" PRIu64 ", \"live_blocks\": %" PRIu64 "}",
-           i ? ", " : "", rep->pinned[i].address, rep->pinned[i].size, rep->pinned[i].free_bytes,
-           rep->pinned[i].live_blocks);
-  printf("], ");
+  json_pinned(t, rep);
   json_contract(rep);
   printf("\"capacity\": %" PRIu64 ", \"device_model\": \"%s\", \"recommendation\": %s%s%s}\n", w->capacity,
          grt_device_model_name(a->o.device_model), best < 0 ? "" : "\"", best < 0 ? "null" : w->rows[best].conf,
