@@ -203,3 +203,18 @@ refused "--abbreviated shortens the summary" stats "$TRACE" --format json --abbr
 refused "--traces is W3's" bench --only w1 --traces "$DATA"
 [ ! -e "$tmp/r.html" ] || fail "a refused command wrote its report"
 echo "ok: conflicting options refused"
+
+# --- the allocator settings: refused before any trace is read, notes for keys without effect ---
+refused "--conf 'bogus:1': unknown key 'bogus'" replay "$TRACE" --conf bogus:1
+refused "--conf 'max_split_size_mb:8': .*too small" compare "$TRACE" --conf max_split_size_mb:8
+refused "--conf .*cudaMallocAsync" stats "$TRACE" --conf backend:cudaMallocAsync
+refused "option '--memory-fraction' wants a share of the device above 0, up to 1, got '0'" replay "$TRACE" --memory-fraction 0
+refused "option '--memory-fraction' wants a number from 0 to 1, got '1.5'" stats "$TRACE" --memory-fraction 1.5
+ok replay "$TRACE" --conf release_lock_on_cudamalloc:True,garbage_collection_threshold:0.6
+grep -q "^gpurt replay: note: release_lock_on_cudamalloc: accepted, no effect" "$tmp/err.txt" ||
+  fail "no note for release_lock_on_cudamalloc: $(cat "$tmp/err.txt")"
+grep -q "^gpurt replay: note: garbage_collection_threshold: no effect without a memory fraction" "$tmp/err.txt" ||
+  fail "no note for the threshold without a fraction: $(cat "$tmp/err.txt")"
+ok replay "$TRACE" --conf garbage_collection_threshold:0.6 --memory-fraction 0.9
+! grep -q "note: garbage_collection_threshold" "$tmp/err.txt" || fail "--memory-fraction did not set the fraction"
+echo "ok: allocator settings"

@@ -208,6 +208,14 @@ static double size_suffix(const char *s) {
   return !*s || !strcasecmp(s, "ib") || !strcasecmp(s, "b") ? mult : 0;
 }
 
+bool cli_opt_fraction(const cli_opts *p, double *out) {
+  double v;
+  if (!cli_opt_real(p, 0.0, 1.0, &v)) return false;
+  if (v == 0.0) return bad_value(p, "a share of the device above 0, up to 1");
+  *out = v;
+  return true;
+}
+
 bool cli_opt_bytes(const cli_opts *p, uint64_t *out) {
   const char *s = p->arg;
   char *end = NULL;

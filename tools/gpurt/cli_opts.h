@@ -82,6 +82,9 @@ int cli_opts_expect_end(cli_opts *p);
 bool cli_opt_u64(const cli_opts *p, uint64_t min, uint64_t max, uint64_t *out);
 /* A finite decimal number (digits first: "2", "0.5", "1e3"), within [min, max]. */
 bool cli_opt_real(const cli_opts *p, double min, double max, double *out);
+/* A share of the device in (0, 1] (--memory-fraction). */
+bool cli_opt_fraction(const cli_opts *p, double *out);
+
 /* A byte size above zero: "1048576", "512M", "80G", "1.5GiB", "64k", "2TB";
  * the suffixes k, m, g, t, b in either case, optionally followed by "ib"
  * or "b"; fractions of a byte are dropped. Refuses sizes of 2^64 or more. */

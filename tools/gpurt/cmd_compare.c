@@ -21,7 +21,8 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: gpurt compare TRACE... [--policies a,b,c] [--capacity BYTES] [--conf STR]\n"
-          "                    [--device N] [--device-model paged|contiguous] [--json] [--html FILE]\n\n"
+          "                    [--memory-fraction F] [--device N] [--device-model paged|contiguous]\n"
+          "                    [--json] [--html FILE]\n\n"
           "Replays every trace with every policy and prints one table: peak reserved, the smallest heap\n"
           "with zero OOMs over the peak live bytes (bisection), the first OOM at --capacity, device\n"
           "calls and syncs. Default policies: every one this build knows (naive, caching, ...).\n"
@@ -103,12 +104,13 @@ typedef struct compare_args {
   bool json;
 } compare_args;
 
-enum { CMP_POLICIES = 256, CMP_CAPACITY, CMP_CONF, CMP_DEVICE, CMP_DEVICE_MODEL, CMP_JSON, CMP_HTML };
+enum { CMP_POLICIES = 256, CMP_CAPACITY, CMP_CONF, CMP_FRACTION, CMP_DEVICE, CMP_DEVICE_MODEL, CMP_JSON, CMP_HTML };
 
 static const struct option compare_options[] = {
     {"policies", required_argument, NULL, CMP_POLICIES},
     {"capacity", required_argument, NULL, CMP_CAPACITY},
     {"conf", required_argument, NULL, CMP_CONF},
+    {"memory-fraction", required_argument, NULL, CMP_FRACTION},
     {"device", required_argument, NULL, CMP_DEVICE},
     {"device-model", required_argument, NULL, CMP_DEVICE_MODEL},
     {"json", no_argument, NULL, CMP_JSON},
@@ -123,6 +125,7 @@ static bool compare_arg(const cli_opts *p, int c, compare_args *a) {
   case CMP_POLICIES: return cli_opt_policies(p, a->policies, MAX_POLICIES, &a->n_pol); /* repeats add up */
   case CMP_CAPACITY: return cli_opt_bytes(p, &a->o.capacity);
   case CMP_CONF: a->o.conf = p->arg; return true;
+  case CMP_FRACTION: return cli_opt_fraction(p, &a->o.memory_fraction);
   case CMP_DEVICE: return cli_opt_device(p, &a->o.device);
   case CMP_DEVICE_MODEL: return cli_opt_device_model(p, &a->o.device_model);
   case CMP_JSON: a->json = true; return true;
@@ -152,7 +155,7 @@ static int compare_parse(int argc, char **argv, compare_args *a) {
     usage(stderr);
     return 2;
   }
-  return cli_opts_check_capacity(&p, a->o.capacity, a->o.device_model);
+  return cli_run_opts_settle(&p, &a->o);
 }
 
 int grt_cmd_compare(int argc, char **argv) {

@@ -24,7 +24,9 @@ static void usage(FILE *f) {
           "  --policy P        allocator policy (default caching; see `gpurt compare --help`)\n"
           "  --capacity BYTES  device capacity, e.g. 16G, 512M (default: unbounded; PyTorch traces:\n"
           "                    a device covering the recorded addresses)\n"
-          "  --conf STR        allocator config, PYTORCH_CUDA_ALLOC_CONF style (over the trace's settings)\n"
+          "  --conf STR        allocator config, PYTORCH_CUDA_ALLOC_CONF style (over the trace's settings);\n"
+          "                    settings without effect on the model are named on stderr\n"
+          "  --memory-fraction F  per_process_memory_fraction F (0 < F <= 1) over --conf\n"
           "  --placement M     auto | first-fit | recorded (recorded segment addresses; auto: recorded\n"
           "                    for the caching policy on PyTorch traces, unless --capacity is given)\n"
           "  --no-releases     ignore recorded release moments (segment_free runs, oom)\n"
@@ -180,7 +182,7 @@ typedef struct replay_args {
 } replay_args;
 
 enum {
-  RP_POLICY = 256, RP_CAPACITY, RP_CONF, RP_PLACEMENT, RP_NO_RELEASES, RP_DEVICE, RP_SEARCH, RP_NO_SEARCH,
+  RP_POLICY = 256, RP_CAPACITY, RP_CONF, RP_FRACTION, RP_PLACEMENT, RP_NO_RELEASES, RP_DEVICE, RP_SEARCH, RP_NO_SEARCH,
   RP_CSV, RP_JSON, RP_HTML, RP_FIDELITY, RP_SERVE, RP_RATE, RP_WAIT_SCRAPE, RP_LINGER, RP_FROM_EMPTY,
   RP_DEVICE_MODEL, RP_FAIL_ON_OOM
 };
@@ -189,6 +191,7 @@ static const struct option replay_options[] = {
     {"policy", required_argument, NULL, RP_POLICY},
     {"capacity", required_argument, NULL, RP_CAPACITY},
     {"conf", required_argument, NULL, RP_CONF},
+    {"memory-fraction", required_argument, NULL, RP_FRACTION},
     {"placement", required_argument, NULL, RP_PLACEMENT},
     {"no-releases", no_argument, NULL, RP_NO_RELEASES},
     {"device", required_argument, NULL, RP_DEVICE},
@@ -220,6 +223,7 @@ static bool replay_option(const cli_opts *p, int c, replay_args *a) {
   case RP_POLICY: a->o.policy = p->arg; return true;
   case RP_CAPACITY: return cli_opt_bytes(p, &a->o.capacity);
   case RP_CONF: a->o.conf = p->arg; return true;
+  case RP_FRACTION: return cli_opt_fraction(p, &a->o.memory_fraction);
   case RP_PLACEMENT:
     if (!cli_opt_choice(p, placements, sizeof placements / sizeof placements[0], &i)) return false;
     a->o.placement = placement_of[i];
@@ -265,14 +269,14 @@ static const char *fidelity_conflict(const replay_args *a) {
 }
 
 /* Options that contradict each other; CLI_ARGS_OK when there are none. */
-static int replay_conflicts(const cli_opts *p, const replay_args *a) {
+static int replay_conflicts(const cli_opts *p, replay_args *a) {
   if (a->csv && a->json) return cli_opts_fail(p, "--csv and --json are two outputs; pick one");
   if (a->search && a->no_search) return cli_opts_fail(p, "--search and --no-search contradict each other");
   if (a->serve_only && !a->serve) return cli_opts_fail(p, "--%s goes with --serve HOST:PORT", a->serve_only);
   if (a->serve && (a->fidelity || a->csv || a->json || a->html || a->search || a->fail_on_oom))
     return cli_opts_fail(p, "--serve does not combine with --fidelity, --csv, --json, --html, --search or "
                             "--fail-on-oom");
-  int cap = cli_opts_check_capacity(p, a->o.capacity, a->o.device_model);
+  int cap = cli_run_opts_settle(p, &a->o);
   if (cap != CLI_ARGS_OK) return cap;
   const char *why = a->fidelity ? fidelity_conflict(a) : NULL;
   if (why) return cli_opts_fail(p, "--fidelity does not combine with %s", why);

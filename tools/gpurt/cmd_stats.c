@@ -26,6 +26,7 @@ static void usage(FILE *f) {
           "  --policy P       trace: allocator policy (default caching)\n"
           "  --capacity BYTES trace: device capacity, e.g. 16G (default: automatic, as gpurt replay)\n"
           "  --conf STR       trace: allocator config, PYTORCH_CUDA_ALLOC_CONF style\n"
+          "  --memory-fraction F  trace: per_process_memory_fraction F (0 < F <= 1) over --conf\n"
           "  --device N       trace: PyTorch snapshots: which device's trace (default 0)\n"
           "  --device-model M trace: the simulated device, paged (default) or contiguous (gpurt replay --help)\n"
           "  --workload NAME  dayshift: a serving day (reserved flat, allocated flat,\n"
@@ -146,7 +147,7 @@ typedef struct stats_args {
 } stats_args;
 
 enum {
-  ST_POLICY = 256, ST_CAPACITY, ST_CONF, ST_DEVICE, ST_DEVICE_MODEL, ST_WORKLOAD, ST_EVENTS, ST_SEED, ST_FORMAT,
+  ST_POLICY = 256, ST_CAPACITY, ST_CONF, ST_FRACTION, ST_DEVICE, ST_DEVICE_MODEL, ST_WORKLOAD, ST_EVENTS, ST_SEED, ST_FORMAT,
   ST_ABBREVIATED
 };
 
@@ -155,6 +156,7 @@ static const struct option stats_options[] = {
     {"capacity", required_argument, NULL, ST_CAPACITY},
     {"device-model", required_argument, NULL, ST_DEVICE_MODEL},
     {"conf", required_argument, NULL, ST_CONF},
+    {"memory-fraction", required_argument, NULL, ST_FRACTION},
     {"device", required_argument, NULL, ST_DEVICE},
     {"workload", required_argument, NULL, ST_WORKLOAD},
     {"events", required_argument, NULL, ST_EVENTS},
@@ -177,6 +179,7 @@ static bool stats_option(const cli_opts *p, int c, stats_args *a) {
   case ST_CAPACITY: ok = cli_opt_bytes(p, &a->o.capacity); break;
   case ST_DEVICE_MODEL: ok = cli_opt_device_model(p, &a->o.device_model); break;
   case ST_CONF: a->o.conf = p->arg; break;
+  case ST_FRACTION: ok = cli_opt_fraction(p, &a->o.memory_fraction); break;
   case ST_DEVICE: ok = cli_opt_device(p, &a->o.device); break;
   case ST_WORKLOAD: ok = cli_opt_choice(p, workloads, sizeof workloads / sizeof workloads[0], &i); break;
   case ST_EVENTS: ok = cli_opt_u64(p, 100, UINT64_MAX, &a->cfg.events) /* a day needs 100 */; break;
@@ -188,7 +191,7 @@ static bool stats_option(const cli_opts *p, int c, stats_args *a) {
   case ST_ABBREVIATED: a->abbreviated = 1; break;
   default: return false; /* CLI_OPT_ERROR: already reported */
   }
-  if (c == ST_POLICY || c == ST_CAPACITY || c == ST_CONF || c == ST_DEVICE || c == ST_DEVICE_MODEL)
+  if (c == ST_POLICY || c == ST_CAPACITY || c == ST_CONF || c == ST_FRACTION || c == ST_DEVICE || c == ST_DEVICE_MODEL)
     a->trace_opt = p->name;
   if (c == ST_WORKLOAD || c == ST_EVENTS || c == ST_SEED) a->workload_opt = p->name;
   return ok;
@@ -216,7 +219,7 @@ static int stats_parse(int argc, char **argv, stats_args *a) {
     return cli_opts_fail(&p, "--%s goes with a trace: gpurt stats TRACE --%s ...", a->trace_opt, a->trace_opt);
   if (a->abbreviated && strcmp(a->format, "summary"))
     return cli_opts_fail(&p, "--abbreviated shortens the summary, not --format %s", a->format);
-  return cli_opts_check_capacity(&p, a->o.capacity, a->o.device_model);
+  return cli_run_opts_settle(&p, &a->o);
 }
 
 int grt_cmd_stats(int argc, char **argv) {

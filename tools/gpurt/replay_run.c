@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli_opts.h"
 #include "cli_status.h"
 #include "replay_util.h"
 
@@ -19,6 +20,30 @@ void cli_run_opts_default(cli_run_opts *o) {
   o->honor_releases = true;
   o->search = -1;
   o->device_model = GRT_DEVICE_MODEL_PAGED;
+}
+
+int cli_run_opts_settle(const cli_opts *p, cli_run_opts *o) {
+  int cap = cli_opts_check_capacity(p, o->capacity, o->device_model);
+  if (cap != CLI_ARGS_OK) return cap;
+  if (o->memory_fraction > 0) {
+    const char *conf = o->conf ? o->conf : "";
+    int n = snprintf(o->conf_joined, sizeof o->conf_joined, "%s%sper_process_memory_fraction:%.17g", conf,
+                     *conf ? "," : "", o->memory_fraction);
+    if (n < 0 || (size_t)n >= sizeof o->conf_joined) return cli_opts_fail(p, "--conf is too long");
+    o->conf = o->conf_joined;
+  }
+  if (!o->conf) return CLI_ARGS_OK;
+  grt_alloc_config cfg;
+  grt_alloc_config_default(&cfg);
+  char err[256], notes[GRT_ALLOC_CONFIG_NOTES_SIZE];
+  if (grt_alloc_config_parse_notes(&cfg, o->conf, err, sizeof err, notes, sizeof notes))
+    return cli_opts_fail(p, "--conf '%s': %s", o->conf, err);
+  for (const char *line = notes; *line;) {
+    size_t len = strcspn(line, "\n");
+    fprintf(stderr, "gpurt %s: note: %.*s\n", p->cmd, (int)len, line);
+    line += len + (line[len] == '\n');
+  }
+  return CLI_ARGS_OK;
 }
 
 const char *cli_device_model_words(grt_device_model m) {

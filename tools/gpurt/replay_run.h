@@ -19,6 +19,8 @@ typedef struct cli_run_opts {
   bool snapshots;             /* segment maps at the peak and at the first OOM (a second pass) */
   bool from_empty;            /* PyTorch snapshots: start from an empty allocator, not the rebuilt start */
   grt_device_model device_model; /* what-if replays: paged until a GPU says cudaMalloc needs contiguity */
+  double memory_fraction;     /* --memory-fraction: per_process_memory_fraction over conf (0: none) */
+  char conf_joined[1024];     /* conf with the fraction added */
 } cli_run_opts;
 
 typedef struct cli_run {
@@ -43,6 +45,13 @@ typedef struct cli_run {
 } cli_run;
 
 void cli_run_opts_default(cli_run_opts *o);
+/* After the options are read: the capacity checked for the device model,
+ * --memory-fraction joined to --conf, and the settings parsed as the replay
+ * will parse them, so a mistake is reported before any trace is read and
+ * the settings accepted without effect are named on stderr. CLI_ARGS_OK or
+ * the exit status. */
+struct cli_opts;
+int cli_run_opts_settle(const struct cli_opts *p, cli_run_opts *o);
 /* "paged device (...)": the device model in words, for reports. */
 const char *cli_device_model_words(grt_device_model m);
 /* The replay configuration the options describe (no step callback). */
