@@ -160,6 +160,14 @@ GRT_API GRT_MUST_CHECK grt_status grt_replay_series(const grt_replay *r, const g
 GRT_API uint64_t grt_replay_position(const grt_replay *r);
 /* The replay's allocator and device (owned by the replay). */
 GRT_API grt_allocator *grt_replay_allocator(grt_replay *r);
+/* The recorded stack (grt_trace_stack) of what the replay's allocator holds
+ * at a model address: the live block there (its alloc event's stack, or for
+ * a block live since before recording the final snapshot's) or, with
+ * segment, the segment there (its device allocation's). 0 when none is
+ * known: no trace attached, no frames recorded, nothing there. The first
+ * call after events were applied indexes them (one pass over the events). */
+GRT_API GRT_MUST_CHECK grt_status grt_replay_stack_at(grt_replay *r, grt_devptr address, bool segment,
+                                                      uint32_t *stack);
 GRT_API grt_device *grt_replay_device(grt_replay *r);
 /* The last error's text, with the event index ("" if none). */
 GRT_API const char *grt_replay_last_error(const grt_replay *r);

@@ -22,6 +22,7 @@
 #include "gpurt/alloc.h"
 #include "gpurt/base.h"
 #include "gpurt/device.h"
+#include "gpurt/trace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -88,6 +89,21 @@ GRT_API GRT_MUST_CHECK grt_status grt_stats_json(const grt_alloc_stats *s, char 
  * is_expandable, frames and blocks [{address, size, requested_size, state,
  * frames}]. device is the `device` index written into each segment (>= 0). */
 GRT_API GRT_MUST_CHECK grt_status grt_snapshot_json(const grt_alloc_snapshot *snap, int device, char **out);
+
+/* Where a written snapshot's frames come from: the frames (innermost first,
+ * as PyTorch records them) of the block or, with segment, the segment at a
+ * snapshot address; *n = 0 for none. A failure stops the writer and is
+ * returned. */
+typedef struct grt_snapshot_frames {
+  grt_status (*frames_at)(void *ctx, grt_devptr address, bool segment, const grt_trace_frame **frames, size_t *n);
+  void *ctx;
+} grt_snapshot_frames;
+
+/* grt_snapshot_json with every segment's and block's "frames" from fr
+ * ({"filename", "line", "name"} each, as memory._snapshot() writes them);
+ * fr NULL: empty lists. */
+GRT_API GRT_MUST_CHECK grt_status grt_snapshot_json_frames(const grt_alloc_snapshot *snap, int device,
+                                                           const grt_snapshot_frames *fr, char **out);
 
 /* torch.cuda.memory_summary(device, abbreviated): the same 75-column table,
  * plus a line PyTorch lacks: largest free block, free cache and fragmentation

@@ -84,45 +84,82 @@ grt_status grt_stats_json(const grt_alloc_stats *s, char **out) {
   return grt__textbuf_finish(&tb, out, NULL);
 }
 
-static void write_block(grt__textbuf *tb, const grt_snapshot_block *b) {
+/* "frames": [...] of the block or segment at address. */
+static grt_status write_frames(grt__textbuf *tb, const grt_snapshot_frames *fr, grt_devptr address, bool segment) {
+  const grt_trace_frame *f = NULL;
+  size_t n = 0;
+  grt_status st = fr ? fr->frames_at(fr->ctx, address, segment, &f, &n) : GRT_OK;
+  if (st) return st;
+  grt__textbuf_puts(tb, "\"frames\": [");
+  for (size_t i = 0; i < n; i++) {
+    grt__textbuf_puts(tb, i ? ", {\"filename\": " : "{\"filename\": ");
+    grt__textbuf_json_string(tb, f[i].filename ? f[i].filename : "");
+    grt__textbuf_printf(tb, ", \"line\": %lld, \"name\": ", (long long)f[i].line);
+    grt__textbuf_json_string(tb, f[i].name ? f[i].name : "");
+    grt__textbuf_puts(tb, "}");
+  }
+  grt__textbuf_puts(tb, "]");
+  return GRT_OK;
+}
+
+static grt_status write_block(grt__textbuf *tb, const grt_snapshot_block *b, const grt_snapshot_frames *fr) {
   grt__textbuf_printf(tb, "{\"address\": %llu, \"size\": %llu, \"requested_size\": %llu, \"state\": ",
                  (unsigned long long)b->address, (unsigned long long)b->size, (unsigned long long)b->requested_size);
   grt__textbuf_json_string(tb, grt_block_state_name(b->state));
-  grt__textbuf_puts(tb, ", \"frames\": []}");
+  grt__textbuf_puts(tb, ", ");
+  /* a cached free block has no allocation: PyTorch keeps the last one's frames, the model none */
+  grt_status st = write_frames(tb, b->state == GRT_BLOCK_INACTIVE ? NULL : fr, b->address, false);
+  grt__textbuf_puts(tb, "}");
+  return st;
 }
 
-static void write_segment(grt__textbuf *tb, const grt_snapshot_segment *s, int device) {
+static grt_status write_segment(grt__textbuf *tb, const grt_snapshot_segment *s, int device,
+                                const grt_snapshot_frames *fr) {
   grt__textbuf_printf(tb,
                  "{\"device\": %d, \"address\": %llu, \"total_size\": %llu, \"allocated_size\": %llu, "
                  "\"active_size\": %llu, \"requested_size\": %llu, \"stream\": %llu, \"segment_type\": \"%s\", "
-                 "\"segment_pool_id\": [%llu, %llu], \"is_expandable\": %s, \"frames\": [], \"blocks\": [",
+                 "\"segment_pool_id\": [%llu, %llu], \"is_expandable\": %s, ",
                  device, (unsigned long long)s->address, (unsigned long long)s->total_size,
                  (unsigned long long)s->allocated_size, (unsigned long long)s->active_size,
                  (unsigned long long)s->requested_size, (unsigned long long)s->stream,
                  s->is_large ? "large" : "small", (unsigned long long)s->pool_id.first,
                  (unsigned long long)s->pool_id.second, s->is_expandable ? "true" : "false");
-  for (size_t j = 0; j < s->n_blocks; j++) {
+  grt_status st = write_frames(tb, fr, s->address, true);
+  grt__textbuf_puts(tb, ", \"blocks\": [");
+  for (size_t j = 0; j < s->n_blocks && !st; j++) {
     grt__textbuf_puts(tb, j ? ",\n      " : "\n      ");
-    write_block(tb, &s->blocks[j]);
+    st = write_block(tb, &s->blocks[j], fr);
   }
   grt__textbuf_puts(tb, s->n_blocks ? "\n    ]}" : "]}");
+  return st;
 }
 
 grt_status grt_snapshot_json(const grt_alloc_snapshot *snap, int device, char **out) {
-  if (!snap || !out || device < 0 || device > 4096 || (snap->n_segments && !snap->segments))
+  return grt_snapshot_json_frames(snap, device, NULL, out);
+}
+
+grt_status grt_snapshot_json_frames(const grt_alloc_snapshot *snap, int device, const grt_snapshot_frames *fr,
+                                    char **out) {
+  if (!snap || !out || device < 0 || device > 4096 || (snap->n_segments && !snap->segments) ||
+      (fr && !fr->frames_at))
     return GRT_ERR_INVALID_ARG;
   *out = NULL;
   for (size_t i = 0; i < snap->n_segments; i++)
     if (snap->segments[i].n_blocks && !snap->segments[i].blocks) return GRT_ERR_INVALID_ARG;
   grt__textbuf tb = {0};
+  grt_status st = GRT_OK;
   grt__textbuf_puts(&tb, "{\"segments\": [");
-  for (size_t i = 0; i < snap->n_segments; i++) {
+  for (size_t i = 0; i < snap->n_segments && !st; i++) {
     grt__textbuf_puts(&tb, i ? ",\n    " : "\n    ");
-    write_segment(&tb, &snap->segments[i], device);
+    st = write_segment(&tb, &snap->segments[i], device, fr);
   }
   grt__textbuf_puts(&tb, snap->n_segments ? "\n  ],\n  \"device_traces\": [" : "],\n  \"device_traces\": [");
   /* One (empty) trace list per device up to this one, as PyTorch indexes them by device. */
   for (int d = 0; d <= device; d++) grt__textbuf_puts(&tb, d ? ", []" : "[]");
   grt__textbuf_puts(&tb, "]}\n");
+  if (st) {
+    grt__textbuf_discard(&tb);
+    return st;
+  }
   return grt__textbuf_finish(&tb, out, NULL);
 }

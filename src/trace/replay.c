@@ -83,6 +83,13 @@ static inline void live_get(grt_replay *r, uint64_t id, grt_devptr *ptr, uint64_
   *size = *ptr ? r->id_size[i] : 0;
 }
 
+grt_devptr grt__replay_live_ptr(grt_replay *r, uint64_t id) {
+  grt_devptr p;
+  uint64_t size;
+  live_get(r, id, &p, &size);
+  return p;
+}
+
 /* Room for id (not live) to become live: live_put cannot fail after it. */
 static grt_status live_reserve(grt_replay *r, uint64_t id) {
   if (r->dense) return id < r->n_ids ? GRT_OK : grow_arrays(r, id); /* only slot mode gets here past n_ids */
@@ -136,6 +143,7 @@ static grt_status free_replay(grt_replay *r) {
   free(r->pools);
   free(r->series);
   free(r->xlate);
+  grt__replay_stacks_free(r);
   free(r);
   return st;
 }

@@ -134,6 +134,10 @@ struct grt_replay {
      elsewhere than the recorded ones; offsets inside them are kept) */
   grt__replay_xlate *xlate;
   size_t n_xlate, cap_xlate;
+  /* stacks of what the allocator holds (replay_stacks.c), built on demand at stacks_pos */
+  bool stacks_built;
+  uint64_t stacks_pos;
+  grt__u64map stacks_live, stacks_final, stacks_segments;
   /* hooks (fidelity) */
   grt__replay_alloc_hook on_alloc;
   grt__replay_release_hook on_release;
@@ -231,6 +235,9 @@ void grt__replay_use_slots(grt_replay *r);
 
 /* Recorded address <-> the replay's (identity outside the translated ranges). */
 grt_devptr grt__replay_to_recorded(const grt_replay *r, grt_devptr replay);
+/* The model's address of live id (0: not live; REPLAY_FAILED: not served). */
+grt_devptr grt__replay_live_ptr(grt_replay *r, uint64_t id);
+void grt__replay_stacks_free(grt_replay *r);
 grt_devptr grt__replay_to_replay(const grt_replay *r, grt_devptr recorded);
 
 #endif

@@ -42,7 +42,7 @@ static void usage(FILE *f) {
 /* name: the `allocator` label (NULL: the policy name); device: the device index.
  * A failure goes to *f (nothing is printed then). */
 static grt_status print_report(grt_allocator *a, grt_device *d, const char *name, int device, const char *format,
-                               int abbreviated, cli_first *f) {
+                               int abbreviated, const grt_snapshot_frames *fr, cli_first *f) {
   char *text = NULL;
   char dev[16];
   snprintf(dev, sizeof dev, "%d", device);
@@ -56,7 +56,7 @@ static grt_status print_report(grt_allocator *a, grt_device *d, const char *name
   } else if (!strcmp(format, "snapshot")) {
     grt_alloc_snapshot *snap;
     if (cli_keep_alloc(f, a, "grt_alloc_snapshot_take", grt_alloc_snapshot_take(a, &snap))) return f->st;
-    cli_keep(f, "grt_snapshot_json", grt_snapshot_json(snap, device, &text));
+    cli_keep(f, "grt_snapshot_json_frames", grt_snapshot_json_frames(snap, device, fr, &text));
     grt_alloc_snapshot_free(snap);
   } else {
     grt_alloc_stats s;
@@ -75,6 +75,21 @@ static grt_status print_report(grt_allocator *a, grt_device *d, const char *name
   if (!f->st) fputs(text, stdout);
   grt_report_free(text);
   return f->st;
+}
+
+/* A written snapshot's frames: the recorded stacks of what the replay holds. */
+typedef struct replay_frames {
+  grt_replay *r;
+  const grt_trace *t;
+} replay_frames;
+
+static grt_status frames_at(void *ctx, grt_devptr address, bool segment, const grt_trace_frame **frames, size_t *n) {
+  replay_frames *x = ctx;
+  uint32_t stack;
+  *n = 0;
+  grt_status st = grt_replay_stack_at(x->r, address, segment, &stack);
+  if (st || !stack) return st;
+  return grt_trace_stack(x->t, stack, frames, n);
 }
 
 /* Replays a loaded trace to its end, then reports on the replay's allocator. */
@@ -100,8 +115,11 @@ static int stats_loaded(const grt_trace *t, const char *path, const cli_run_opts
   if (st) {
     fprintf(stderr, "gpurt stats: %s: %s (%s)\n", cli_basename(path), grt_replay_last_error(r), grt_status_str(st));
     rc = 1;
-  } else if (print_report(grt_replay_allocator(r), grt_replay_device(r), NULL, o->device, format, abbreviated, &f)) {
-    rc = cli_fail_first("stats", &f);
+  } else {
+    replay_frames x = {r, t};
+    grt_snapshot_frames fr = {frames_at, &x};
+    if (print_report(grt_replay_allocator(r), grt_replay_device(r), NULL, o->device, format, abbreviated, &fr, &f))
+      rc = cli_fail_first("stats", &f);
   }
   st = grt_replay_destroy(r);
   if (st && !rc) rc = cli_fail_status("stats", "grt_replay_destroy", st, NULL); /* else: the first is reported */
@@ -131,7 +149,7 @@ static int stats_workload(const grt_dayshift_config *cfg, const char *format, in
   int rc = 0;
   cli_first f = CLI_FIRST_INIT;
   if (cli_keep_alloc(&f, grt_dayshift_allocator(w), "grt_pace_run", grt_pace_run(&src, &pace, NULL)) ||
-      print_report(grt_dayshift_allocator(w), grt_dayshift_device(w), "dayshift", 0, format, abbreviated, &f))
+      print_report(grt_dayshift_allocator(w), grt_dayshift_device(w), "dayshift", 0, format, abbreviated, NULL, &f))
     rc = cli_fail_first("stats", &f);
   st = grt_dayshift_destroy(w);
   if (st && !rc) rc = cli_fail_status("stats", "grt_dayshift_destroy", st, NULL); /* else: the first is reported */
