@@ -239,6 +239,56 @@ static void test_pickle_hostile(void **state) {
   free(p);
 }
 
+/* An event dict: action, addr, size, stream. */
+static void ev(pk *p, const char *action, uint64_t addr, uint64_t size, uint64_t stream) {
+  op(p, '}'), op(p, '('), kv_str(p, "action", action), kv_num(p, "addr", addr), kv_num(p, "size", size);
+  kv_num(p, "stream", stream), op(p, 'u');
+}
+
+/* Events are taken as the pickle is parsed: the first device's straight into
+ * the trace, another's kept until the parse says which is wanted; a shared
+ * (memo-fetched or DUPed) event dict is read again intact; a malformed event
+ * fails only the device it belongs to. */
+static void test_pickle_taken_events(void **state) {
+  (void)state;
+  pk *p = malloc(sizeof *p);
+  begin(p);
+  str(p, "device_traces"), op(p, ']'), op(p, '(');
+  op(p, ']'), op(p, '('); /* device 0 */
+  ev(p, "alloc", 0x1000, 64, 7), memo(p); /* memo 0, fetched below */
+  ev(p, "free_requested", 0x1000, 64, 7), op(p, '2'); /* the same dict twice */
+  ev(p, "free_completed", 0x1000, 64, 7);
+  op(p, '}'), op(p, '('), kv_str(p, "action", "alloc"), kv_num(p, "addr", 0x5000), kv_str(p, "size", "big"), op(p, 'u');
+  op(p, 'e');
+  op(p, ']'), op(p, '('); /* device 1 */
+  ev(p, "alloc", 0x2000, 128, 3);
+  memo_get(p, 0); /* device 0's first event, again */
+  op(p, 'e');
+  op(p, 'e');
+  end(p);
+  grt_trace_error err;
+  grt_status st;
+  grt_trace *t = load_pk(p, 1, &st, &err);
+  if (st) fail_msg("%s", err.reason);
+  grt_trace_info in;
+  assert_int_equal(grt_trace_get_info(t, &in), GRT_OK);
+  assert_int_equal(in.n_events, 2);
+  assert_int_equal(in.events[0].addr, 0x2000);
+  assert_int_equal(in.events[0].size, 128);
+  assert_int_equal(in.events[1].addr, 0x1000);
+  assert_int_equal(in.events[1].size, 64);
+  assert_int_equal(in.n_streams, 2); /* device 1's streams only: 3, then 7 */
+  assert_int_equal(in.streams[in.events[0].stream], 3);
+  assert_int_equal(in.streams[in.events[1].stream], 7);
+  assert_int_equal(in.n_ids, 2);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
+  /* device 0: its four good events were fed, then its fifth fails */
+  assert_null(load_pk(p, 0, &st, &err));
+  assert_int_equal(st, GRT_ERR_PARSE);
+  assert_string_equal(err.reason, "device_traces[0][4]: 'size' is not a non-negative integer");
+  free(p);
+}
+
 /* Found by fuzz_pytorch: metadata must stay writable as native (device < n_devices). */
 static void test_pickle_device_count(void **state) {
   (void)state;
@@ -597,6 +647,7 @@ int main(void) {
       cmocka_unit_test(test_pickle_refuses_globals),
       cmocka_unit_test(test_pickle_hostile),
       cmocka_unit_test(test_pickle_device_count),
+      cmocka_unit_test(test_pickle_taken_events),
       cmocka_unit_test(test_pickle_schema_errors),
       cmocka_unit_test(test_pickle_schema_variants),
   };

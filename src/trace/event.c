@@ -141,6 +141,31 @@ static grt_status assign_id(grt__tb *b, grt_trace_kind kind, uint64_t key, uint6
   return GRT_OK;
 }
 
+void grt__tb_reset_events(grt__tb *b) {
+  grt_trace *t = b->t;
+  t->n_events = 0;
+  t->n_ids = 0;
+  t->n_streams = 0;
+  memset(t->count, 0, sizeof t->count);
+  grt__u64map_free(&b->live);
+  grt__u64map_free(&b->stream_idx);
+  b->max_stream_idx = -1;
+  free(t->event_stack);
+  t->event_stack = NULL;
+  b->sb.n_event_stack = b->sb.cap_event_stack = 0;
+}
+
+grt_status grt__tb_reserve_events(grt__tb *b, size_t n) {
+  grt_trace *t = b->t;
+  if (n <= t->cap_events - t->n_events) return GRT_OK;
+  if (n > SIZE_MAX / sizeof *t->events - t->n_events) return GRT_ERR_NOMEM;
+  grt_trace_event *p = realloc(t->events, (t->n_events + n) * sizeof *p);
+  if (!p) return GRT_ERR_NOMEM;
+  t->events = p;
+  t->cap_events = t->n_events + n;
+  return GRT_OK;
+}
+
 grt_status grt__tb_event(grt__tb *b, grt_trace_kind kind, uint64_t key, uint64_t size,
                          grt_stream_id stream, int64_t time, uint64_t addr, unsigned flags) {
   grt_trace *t = b->t;

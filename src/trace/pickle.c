@@ -3,7 +3,9 @@
  * Invariants: the value stack and the mark stack only hold indices/pointers
  * created by this parse; every argument read is bounds-checked against the
  * input length before it is read; every container growth is bounded by the
- * number of opcodes, so memory stays O(len).
+ * number of opcodes, so memory stays O(len). A value not marked shared is
+ * referenced by exactly one container or stack slot, so a taken item's
+ * unshared values can be reused at once.
  */
 #include "trace/pickle.h"
 
@@ -30,13 +32,26 @@ typedef struct vm {
   size_t sp, cap;
   size_t *marks;
   size_t nmarks, cap_marks;
-  grt__u64map memo; /* index -> value */
+  grt__u64map memo;     /* index -> value, for the indices the pickle fetches */
+  grt__idxset fetched;  /* those indices (pickle_scan.c) */
+  grt__idxset put;      /* every index stored: MEMOIZE stores at their count */
+  grt__pickle_sink sink;
+  void *sink_ctx;
+  grt__pv **work;       /* release's worklist */
+  size_t n_work, cap_work;
   char *reason;
   size_t reason_cap;
   grt__pv *none, *t, *f;
 } vm;
 
 static grt__pv *new_value(vm *m, grt__pv_type type) {
+  grt__pv *v = m->pk->reuse;
+  if (v) {
+    m->pk->reuse = (grt__pv *)(uintptr_t)v->u.s.p;
+    memset(v, 0, sizeof *v);
+    v->type = (uint8_t)type;
+    return v;
+  }
   grt__pickle_slab *s = m->pk->slabs;
   if (!s || s->used == SLAB_VALUES) {
     s = malloc(sizeof *s);
@@ -45,7 +60,7 @@ static grt__pv *new_value(vm *m, grt__pv_type type) {
     s->next = m->pk->slabs;
     m->pk->slabs = s;
   }
-  grt__pv *v = &s->v[s->used++];
+  v = &s->v[s->used++];
   memset(v, 0, sizeof *v);
   v->type = (uint8_t)type;
   return v;
@@ -63,6 +78,42 @@ void grt__pickle_free(grt__pickle *pk) {
     s = next;
   }
   pk->slabs = NULL;
+  pk->reuse = NULL;
+}
+
+static grt_status nomem_status(vm *m);
+
+static bool is_container(const grt__pv *v) {
+  return v->type == GRT__PV_LIST || v->type == GRT__PV_TUPLE || v->type == GRT__PV_DICT;
+}
+
+/* Gives a taken item's unshared values back for reuse (no recursion: a worklist). */
+static grt_status release(vm *m, grt__pv *item) {
+  m->n_work = 0;
+  grt__pv *v = item;
+  for (;;) {
+    if (!v->shared) {
+      if (is_container(v)) {
+        size_t n = v->u.seq.n;
+        if (m->n_work + n > m->cap_work) {
+          size_t nc = m->cap_work ? m->cap_work : 64;
+          while (nc < m->n_work + n) nc *= 2;
+          grt__pv **p = realloc(m->work, nc * sizeof *p);
+          if (!p) return nomem_status(m);
+          m->work = p;
+          m->cap_work = nc;
+        }
+        if (n) memcpy(m->work + m->n_work, v->u.seq.v, n * sizeof *v->u.seq.v);
+        m->n_work += n;
+        free(v->u.seq.v);
+      }
+      v->type = GRT__PV_NONE; /* grt__pickle_free must not free its items again */
+      v->u.s.p = (const char *)(uintptr_t)m->pk->reuse;
+      m->pk->reuse = v;
+    }
+    if (!m->n_work) return GRT_OK;
+    v = m->work[--m->n_work];
+  }
 }
 
 #if defined(__GNUC__)
@@ -80,6 +131,8 @@ static grt_status nomem(vm *m) {
   snprintf(m->reason, m->reason_cap, "out of host memory");
   return GRT_ERR_NOMEM;
 }
+
+static grt_status nomem_status(vm *m) { return nomem(m); }
 
 static grt_status push(vm *m, grt__pv *v) {
   if (!v) return nomem(m);
@@ -147,7 +200,19 @@ static grt_status extend(vm *m, size_t base, bool dict) {
   if (dict ? c->type != GRT__PV_DICT : c->type != GRT__PV_LIST)
     return fail(m, dict ? "SETITEM(S) target is not a dict" : "APPEND(S) target is not a list");
   if (dict && n % 2) return fail(m, "odd number of items for SETITEMS");
-  grt_status st = n ? seq_add(m, c, m->stack + base, n) : GRT_OK;
+  grt_status st = GRT_OK;
+  size_t kept = n;
+  if (!dict && m->sink) { /* taken items leave the list; the others keep their order */
+    kept = 0;
+    for (size_t i = 0; i < n && !st; i++) {
+      bool taken = false;
+      grt__pv *item = m->stack[base + i];
+      st = m->sink(m->sink_ctx, c, c->u.seq.n + kept, item, &taken);
+      if (!st && taken) st = release(m, item);
+      else m->stack[base + kept++] = item;
+    }
+  }
+  if (!st && kept) st = seq_add(m, c, m->stack + base, kept);
   m->sp = base;
   return st;
 }
@@ -191,9 +256,15 @@ static grt_status long_op(vm *m, size_t lenbytes) {
   return int_value(m, (int64_t)u, false);
 }
 
+/* Only an index the pickle fetches is kept; the value stored there is then shared. */
 static grt_status memo_put(vm *m, uint64_t idx) {
   if (m->sp == 0) return fail(m, "memo store with an empty stack");
-  if (!grt__u64map_put(&m->memo, idx, m->stack[m->sp - 1])) return nomem(m);
+  bool added;
+  if (!grt__idxset_add(&m->put, idx, &added)) return nomem(m);
+  if (!grt__idxset_has(&m->fetched, idx)) return GRT_OK;
+  grt__pv *v = m->stack[m->sp - 1];
+  if (!grt__u64map_put(&m->memo, idx, v)) return nomem(m);
+  v->shared = true;
   return GRT_OK;
 }
 
@@ -267,6 +338,7 @@ static grt_status step(vm *m, bool *done) {
       return GRT_OK;
     case '2': /* DUP */
       if (m->sp == 0) return fail(m, "DUP of an empty stack");
+      m->stack[m->sp - 1]->shared = true;
       return push(m, m->stack[m->sp - 1]);
     case '}': return push(m, new_value(m, GRT__PV_DICT));
     case ']': return push(m, new_value(m, GRT__PV_LIST));
@@ -319,7 +391,7 @@ static grt_status step(vm *m, bool *done) {
     case 0x88: return push(m, m->t);
     case 0x89: return push(m, m->f);
     case 'N': return push(m, m->none);
-    case 0x94: return memo_put(m, m->memo.count);
+    case 0x94: return memo_put(m, m->put.count);
     case 'q':
       if ((st = arg(m, 1, &a))) return st;
       return memo_put(m, a);
@@ -340,21 +412,33 @@ static grt_status step(vm *m, bool *done) {
 
 grt_status grt__pickle_load(grt__pickle *pk, const unsigned char *data, size_t len, grt__pv **root,
                             uint64_t *err_offset, char *reason, size_t reason_cap) {
+  return grt__pickle_load_sink(pk, data, len, root, err_offset, reason, reason_cap, NULL, NULL);
+}
+
+grt_status grt__pickle_load_sink(grt__pickle *pk, const unsigned char *data, size_t len, grt__pv **root,
+                                 uint64_t *err_offset, char *reason, size_t reason_cap, grt__pickle_sink sink,
+                                 void *sink_ctx) {
   vm m;
   memset(&m, 0, sizeof m);
   pk->slabs = NULL;
+  pk->reuse = NULL;
   m.pk = pk;
   m.d = data;
   m.len = len;
   m.reason = reason;
   m.reason_cap = reason_cap;
+  m.sink = sink;
+  m.sink_ctx = sink_ctx;
   grt__u64map_init(&m.memo);
-  grt_status st = GRT_OK;
+  grt__idxset_init(&m.fetched, len + 1);
+  grt__idxset_init(&m.put, len + 1);
+  grt_status st = grt__pickle_scan_fetched(data, len, &m.fetched);
+  if (st) st = nomem(&m);
   m.none = new_value(&m, GRT__PV_NONE);
   m.t = new_value(&m, GRT__PV_BOOL);
   m.f = new_value(&m, GRT__PV_BOOL);
   if (!m.none || !m.t || !m.f) st = nomem(&m);
-  else m.t->u.i = 1;
+  else m.t->u.i = 1, m.none->shared = m.t->shared = m.f->shared = true;
   bool done = false;
   while (!st && !done) {
     if (m.pos >= m.len) {
@@ -369,7 +453,10 @@ grt_status grt__pickle_load(grt__pickle *pk, const unsigned char *data, size_t l
   *err_offset = m.op_pos;
   free(m.stack);
   free(m.marks);
+  free(m.work);
   grt__u64map_free(&m.memo);
+  grt__idxset_free(&m.fetched);
+  grt__idxset_free(&m.put);
   return st;
 }
 

@@ -43,6 +43,9 @@ typedef struct conv {
   size_t n_lists, cap_lists;
   const grt__pv **items;
   size_t n_items, cap_items;
+  grt__u64map taken_of;  /* list address -> taken[] index + 1 */
+  struct taken_list *taken;
+  size_t n_taken, cap_taken;
 } conv;
 
 #if defined(__GNUC__)
@@ -126,7 +129,8 @@ static grt_status frame_index(conv *c, const grt__pv *f, uint32_t *index, bool *
     else if (st)
       return build_failed(c, st);
   }
-  if (!grt__u64map_put(&c->frame_of, key, (void *)(uintptr_t)(*ok ? (uintptr_t)*index + 2 : 1)))
+  /* an unshared dict is seen once, and its address may be reused once its event is taken */
+  if (f->shared && !grt__u64map_put(&c->frame_of, key, (void *)(uintptr_t)(*ok ? (uintptr_t)*index + 2 : 1)))
     return build_failed(c, GRT_ERR_NOMEM);
   return GRT_OK;
 }
@@ -151,6 +155,8 @@ static grt_status intern_list(conv *c, const grt__pv *fr, uint32_t *stack, bool 
 static grt_status remember_list(conv *c, const grt__pv *fr, uint64_t h, uint32_t stack, bool malformed) {
   size_t n = fr->u.seq.n;
   if (grt__u64map_get(&c->list_of, h)) return GRT_OK; /* another list with this hash: not remembered */
+  for (size_t i = 0; i < n; i++)
+    if (!fr->u.seq.v[i]->shared) return GRT_OK; /* its address may name another dict later */
   if (!grt__grow((void **)&c->items, &c->cap_items, c->n_items + n, sizeof *c->items) ||
       !grt__grow((void **)&c->lists, &c->cap_lists, c->n_lists + 1, sizeof *c->lists) ||
       !grt__u64map_put(&c->list_of, h, (void *)(uintptr_t)(c->n_lists + 1)))
@@ -203,42 +209,177 @@ static const struct {
     {"snapshot", GRT_TRACE_SNAPSHOT},
 };
 
-static grt_status read_event(conv *c, const grt__pv *e, size_t i) {
-  char where[40];
-  snprintf(where, sizeof where, "device_traces[%d]", c->device);
-  char q[64];
-  if (!e || e->type != GRT__PV_DICT) return bad(c, "%s[%zu]: not a dict", where, i);
-  const grt__pv *a = grt__pv_get(e, "action");
-  if (!a || a->type != GRT__PV_STR) return bad(c, "%s[%zu]: 'action' is missing or not a string", where, i);
-  if (grt__pv_is_str(a, "user_defined")) return GRT_OK; /* annotations carry no allocator effect */
-  grt_trace_kind kind = GRT_TRACE_KIND_COUNT;
-  for (size_t k = 0; k < sizeof actions / sizeof actions[0]; k++)
-    if (grt__pv_is_str(a, actions[k].name)) kind = actions[k].kind;
-  if (kind == GRT_TRACE_KIND_COUNT) {
-    grt__slice s = {a->u.s.p, a->u.s.n};
-    return bad(c, "%s[%zu]: unknown action '%s'", where, i, grt__quote(s, q, sizeof q));
+/* An event as the sink took it, before it is known which device's it is. */
+typedef struct taken_event {
+  uint64_t addr, size, stream;
+  int64_t time;
+  uint32_t stack;
+  uint8_t kind, flags;
+  bool skip;              /* user_defined: no allocator effect */
+  bool frames_malformed;
+} taken_event;
+
+#define TAKEN_CHUNK 65536 /* records per chunk: freed as they are fed, never reallocated */
+
+/* The events taken from one list, from its item `first` on. */
+typedef struct taken_list {
+  const grt__pv *list;
+  size_t first;
+  taken_event **chunk;
+  size_t n, n_chunks, cap_chunks;
+  bool failed;            /* item first + n is malformed: why says how (nothing after it is kept) */
+  char why[160];
+} taken_list;
+
+static void taken_list_free(taken_list *l) {
+  for (size_t i = 0; i < l->n_chunks; i++) free(l->chunk[i]);
+  free(l->chunk);
+  l->chunk = NULL;
+  l->n_chunks = 0;
+}
+
+/* Room for record n; NULL when host memory ran out. */
+static taken_event *taken_slot(taken_list *l) {
+  if (l->n / TAKEN_CHUNK == l->n_chunks) {
+    if (!grt__grow((void **)&l->chunk, &l->cap_chunks, l->n_chunks + 1, sizeof *l->chunk)) return NULL;
+    if (!(l->chunk[l->n_chunks] = malloc(TAKEN_CHUNK * sizeof **l->chunk))) return NULL;
+    l->n_chunks++;
   }
-  uint64_t addr = 0, size = 0, stream = 0;
-  int64_t time = 0;
-  unsigned flags = GRT_TRACE_F_ADDR;
-  grt_status st = field_u64(c, e, "addr", kind <= GRT_TRACE_SEGMENT_UNMAP, 0, &addr, where, i);
-  if (!st) st = field_u64(c, e, "size", false, 0, &size, where, i);
-  if (!st) st = field_u64(c, e, "stream", false, 0, &stream, where, i);
+  return &l->chunk[l->n / TAKEN_CHUNK][l->n % TAKEN_CHUNK];
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static grt_status why(char *out, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(out, cap, fmt, ap);
+  va_end(ap);
+  return GRT_ERR_PARSE;
+}
+
+static grt_status event_u64(const grt__pv *e, const char *key, bool required, uint64_t *out, char *w, size_t wn) {
+  const grt__pv *v = grt__pv_get(e, key);
+  *out = 0;
+  if (!v || v->type == GRT__PV_NONE) return required ? why(w, wn, "'%s' is missing", key) : GRT_OK;
+  if (!as_u64(v, out)) return why(w, wn, "'%s' is not a non-negative integer", key);
+  return GRT_OK;
+}
+
+/* An event dict to its record; GRT_ERR_PARSE with the reason in w; other errors: the builder's. */
+static grt_status parse_event(conv *c, const grt__pv *e, taken_event *o, char *w, size_t wn) {
+  char q[64];
+  memset(o, 0, sizeof *o);
+  if (!e || e->type != GRT__PV_DICT) return why(w, wn, "not a dict");
+  const grt__pv *a = grt__pv_get(e, "action");
+  if (!a || a->type != GRT__PV_STR) return why(w, wn, "'action' is missing or not a string");
+  if (grt__pv_is_str(a, "user_defined")) return o->skip = true, GRT_OK; /* annotations carry no allocator effect */
+  o->kind = GRT_TRACE_KIND_COUNT;
+  for (size_t k = 0; k < sizeof actions / sizeof actions[0]; k++)
+    if (grt__pv_is_str(a, actions[k].name)) o->kind = (uint8_t)actions[k].kind;
+  if (o->kind == GRT_TRACE_KIND_COUNT) {
+    grt__slice sl = {a->u.s.p, a->u.s.n};
+    return why(w, wn, "unknown action '%s'", grt__quote(sl, q, sizeof q));
+  }
+  o->flags = GRT_TRACE_F_ADDR;
+  grt_status st = event_u64(e, "addr", o->kind <= GRT_TRACE_SEGMENT_UNMAP, &o->addr, w, wn);
+  if (!st) st = event_u64(e, "size", false, &o->size, w, wn);
+  if (!st) st = event_u64(e, "stream", false, &o->stream, w, wn);
   if (st) return st;
   const grt__pv *t = grt__pv_get(e, "time_us");
   if (t && t->type != GRT__PV_NONE) {
-    if (!as_i64(t, &time)) return bad(c, "%s[%zu]: 'time_us' is not an integer", where, i);
-    flags |= GRT_TRACE_F_TIME;
+    if (!as_i64(t, &o->time)) return why(w, wn, "'time_us' is not an integer");
+    o->flags |= GRT_TRACE_F_TIME;
   }
-  st = grt__tb_event(&c->b, kind, addr, size, stream, time, addr, flags);
+  size_t skipped = c->b.t->frames_skipped;
+  st = read_frames(c, e, &o->stack);
+  o->frames_malformed = c->b.t->frames_skipped != skipped;
+  c->b.t->frames_skipped = skipped; /* counted when the event is known to be the device's */
+  return st;
+}
+
+/* Adds a record to the trace; GRT_ERR_PARSE with the reason in w. */
+static grt_status feed_core(conv *c, const taken_event *o, char *w, size_t wn) {
+  if (o->skip) return GRT_OK;
+  grt_status st = grt__tb_event(&c->b, (grt_trace_kind)o->kind, o->addr, o->size, o->stream, o->time, o->addr,
+                                o->flags);
   if (st == GRT_ERR_STATE)
-    return bad(c, "%s[%zu]: alloc at 0x%" PRIx64 ", which is still allocated (no free_completed since its alloc)", where, i, addr);
-  if (st == GRT_ERR_INVALID_ARG) return bad(c, "%s[%zu]: address out of range", where, i);
+    return why(w, wn, "alloc at 0x%" PRIx64 ", which is still allocated (no free_completed since its alloc)",
+               o->addr);
+  if (st == GRT_ERR_INVALID_ARG) return why(w, wn, "address out of range");
   if (st) return build_failed(c, st);
-  uint32_t stack;
-  if ((st = read_frames(c, e, &stack))) return st;
-  if ((st = grt__tb_event_stack(&c->b, stack))) return build_failed(c, st);
+  if (o->frames_malformed) c->b.t->frames_skipped++;
+  if ((st = grt__tb_event_stack(&c->b, o->stack))) return build_failed(c, st);
   return GRT_OK;
+}
+
+static grt_status feed_event(conv *c, const taken_event *o, size_t i) {
+  char w[160];
+  grt_status st = feed_core(c, o, w, sizeof w);
+  return st == GRT_ERR_PARSE ? bad(c, "device_traces[%d][%zu]: %s", c->device, i, w) : st;
+}
+
+static grt_status read_event(conv *c, const grt__pv *e, size_t i) {
+  taken_event o;
+  char w[160];
+  grt_status st = parse_event(c, e, &o, w, sizeof w);
+  if (st == GRT_ERR_PARSE) return bad(c, "device_traces[%d][%zu]: %s", c->device, i, w);
+  return st ? st : feed_event(c, &o, i);
+}
+
+/* The pickle's sink: takes every item of a list whose items are events (its
+ * first dict with an 'action' key on), so the events are never held as
+ * dicts. The first such list (a snapshot's only device, most often) goes
+ * straight into the trace; any other is kept as records until the parse
+ * says which list is the device's. A malformed event ends what is kept of
+ * its list: the reason waits until then too. */
+static grt_status take_event(void *ctx, const grt__pv *list, size_t index, const grt__pv *item, bool *taken) {
+  conv *c = ctx;
+  uintptr_t at = (uintptr_t)grt__u64map_get(&c->taken_of, (uint64_t)(uintptr_t)list);
+  if (!at) {
+    if (!item || item->type != GRT__PV_DICT || !grt__pv_get(item, "action")) return GRT_OK;
+    if (!grt__grow((void **)&c->taken, &c->cap_taken, c->n_taken + 1, sizeof *c->taken) ||
+        !grt__u64map_put(&c->taken_of, (uint64_t)(uintptr_t)list, (void *)(uintptr_t)(c->n_taken + 1)))
+      return build_failed(c, GRT_ERR_NOMEM);
+    c->taken[c->n_taken] = (taken_list){.list = list, .first = index};
+    at = ++c->n_taken;
+  }
+  taken_list *l = &c->taken[at - 1];
+  *taken = true;
+  if (l->failed) return GRT_OK;
+  taken_event direct, *o = at == 1 ? &direct : taken_slot(l);
+  if (!o) return build_failed(c, GRT_ERR_NOMEM);
+  grt_status st = parse_event(c, item, o, l->why, sizeof l->why);
+  if (!st && at == 1) st = feed_core(c, o, l->why, sizeof l->why);
+  if (st == GRT_ERR_PARSE) return l->failed = true, GRT_OK;
+  if (!st) l->n++;
+  return st;
+}
+
+/* The device's events: those the sink took, and any it left before them. */
+static grt_status read_events(conv *c, const grt__pv *tr) {
+  uintptr_t at = (uintptr_t)grt__u64map_get(&c->taken_of, (uint64_t)(uintptr_t)tr);
+  taken_list *l = at ? &c->taken[at - 1] : NULL;
+  if (c->n_taken && at != 1) grt__tb_reset_events(&c->b); /* the events fed as parsed are another device's */
+  size_t first = l ? l->first : tr->u.seq.n; /* the items before the sink's first: still in the list */
+  grt_status st = GRT_OK;
+  /* those are not events (not dicts, or without 'action'): the first one is the error, before any fed */
+  for (size_t i = 0; i < first && !st; i++) st = read_event(c, tr->u.seq.v[i], i);
+  for (size_t k = 0; l && at != 1 && k < l->n && !st; k++) {
+    /* the trace grows a chunk at a time as the records go: the two are never held whole together */
+    if (k % TAKEN_CHUNK == 0) {
+      size_t more = l->n - k < TAKEN_CHUNK ? l->n - k : TAKEN_CHUNK;
+      if ((st = grt__tb_reserve_events(&c->b, more))) return build_failed(c, st);
+    }
+    st = feed_event(c, &l->chunk[k / TAKEN_CHUNK][k % TAKEN_CHUNK], first + k);
+    if (k % TAKEN_CHUNK == TAKEN_CHUNK - 1 || k + 1 == l->n) { /* fed: give the chunk back */
+      free(l->chunk[k / TAKEN_CHUNK]);
+      l->chunk[k / TAKEN_CHUNK] = NULL;
+    }
+  }
+  if (!st && l && l->failed) st = bad(c, "device_traces[%d][%zu]: %s", c->device, first + l->n, l->why);
+  return st;
 }
 
 static grt_status read_block(conv *c, const grt__pv *bv, uint64_t *next_addr, size_t i) {
@@ -372,8 +513,17 @@ static grt_status convert(conv *c, const grt__pv *root) {
   if (st || !traces || traces->u.seq.n == 0) return st;
   const grt__pv *tr = traces->u.seq.v[c->device];
   if (!as_list(tr)) return bad(c, "device_traces[%d] is not a list", c->device);
-  for (size_t i = 0; i < tr->u.seq.n && !st; i++) st = read_event(c, tr->u.seq.v[i], i);
-  return st;
+  return read_events(c, tr);
+}
+
+static void conv_free(conv *c) {
+  grt__u64map_free(&c->frame_of);
+  grt__u64map_free(&c->list_of);
+  grt__u64map_free(&c->taken_of);
+  for (size_t i = 0; i < c->n_taken; i++) taken_list_free(&c->taken[i]);
+  free(c->taken);
+  free(c->lists);
+  free(c->items);
 }
 
 grt_status grt__read_pytorch(const unsigned char *data, size_t len, int device, grt_trace **out,
@@ -382,25 +532,24 @@ grt_status grt__read_pytorch(const unsigned char *data, size_t len, int device, 
   grt__pv *root = NULL;
   uint64_t off = 0;
   char reason[200];
-  grt_status st = grt__pickle_load(&pk, data, len, &root, &off, reason, sizeof reason);
-  if (st) {
-    grt__trace_err(err, 0, off, true, "%s", reason);
-    grt__pickle_free(&pk);
-    return st;
-  }
   conv c;
   memset(&c, 0, sizeof c);
   c.err = err;
   c.device = device;
   grt__u64map_init(&c.frame_of);
   grt__u64map_init(&c.list_of);
-  st = grt__tb_init(&c.b, GRT_TRACE_FORMAT_PYTORCH);
+  grt__u64map_init(&c.taken_of);
+  grt_status st = grt__tb_init(&c.b, GRT_TRACE_FORMAT_PYTORCH);
+  if (st) {
+    grt__trace_err(err, 0, 0, false, "%s", grt_status_str(st));
+    return st;
+  }
+  reason[0] = 0;
+  st = grt__pickle_load_sink(&pk, data, len, &root, &off, reason, sizeof reason, take_event, &c);
+  if (st && reason[0]) grt__trace_err(err, 0, off, true, "%s", reason); /* else the sink reported it */
   if (!st) st = convert(&c, root);
   grt__pickle_free(&pk);
-  grt__u64map_free(&c.frame_of);
-  grt__u64map_free(&c.list_of);
-  free(c.lists);
-  free(c.items);
+  conv_free(&c);
   if (st) {
     grt__tb_abort(&c.b);
     return st;

@@ -103,6 +103,10 @@ grt_status grt__tb_stream(grt__tb *b, grt_stream_id value, uint32_t *index);
  * key UINT64_MAX. flags: GRT_TRACE_F_TIME / _ADDR (UNMATCHED is derived). */
 grt_status grt__tb_event(grt__tb *b, grt_trace_kind kind, uint64_t key, uint64_t size,
                          grt_stream_id stream, int64_t time, uint64_t addr, unsigned flags);
+/* Forgets every event (and the ids and streams they named); frames, stacks and segments stay. */
+void grt__tb_reset_events(grt__tb *b);
+/* Room for n more events, exactly (a reader that knows their number saves the doubling's slack). */
+grt_status grt__tb_reserve_events(grt__tb *b, size_t n);
 /* Adds a segment (its blocks pointer/count are ignored); blocks added next belong to it. */
 grt_status grt__tb_segment(grt__tb *b, const grt_trace_segment *seg);
 grt_status grt__tb_block(grt__tb *b, const grt_trace_block *blk);
