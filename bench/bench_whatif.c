@@ -2,14 +2,16 @@
  * 1,000,000-event trace, in parallel threads, against one setting replayed
  * alone in the same process (the baseline).
  *
- *   ./build/release/bench/bench_whatif [--events N] [--threads K]
+ *   ./build/release/bench/bench_whatif [--events N] [--threads K] [--snapshot FILE]
  *
  * The trace is generated deterministically (seeded xoshiro256**, seed 1): a
  * training-shaped loop of alloc/free with sizes drawn log-uniform between
  * 512 B and 64 MiB, a working set of up to 2000 live tensors, and an
  * empty_cache-style segment_free run every 50,000 events; it is written as a
- * native trace text and loaded once. Prints wall time, CPU time and the peak
- * RSS against the trace text's size. */
+ * native trace text and loaded once. --snapshot loads a file instead (a
+ * PyTorch snapshot from bench/gen_snapshot.py: the same loop's shape,
+ * pickled as PyTorch does, frames included). Prints wall time, CPU time and
+ * the peak RSS against the trace text's or the file's size. */
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,24 +118,38 @@ static double cpu_seconds(void) {
 int main(int argc, char **argv) {
   uint64_t events = 1000000;
   unsigned threads = 0;
+  const char *snapshot = NULL;
   static const struct option opts[] = {{"events", required_argument, NULL, 'e'},
                                        {"threads", required_argument, NULL, 't'},
+                                       {"snapshot", required_argument, NULL, 's'},
                                        {NULL, 0, NULL, 0}};
   for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
     if (c == 'e') events = strtoull(optarg, NULL, 10);
     else if (c == 't') threads = (unsigned)strtoul(optarg, NULL, 10);
+    else if (c == 's') snapshot = optarg;
     else return 2;
   }
   double t0 = now();
-  text src = generate(events);
+  text src = {0};
   grt_trace *t;
   grt_trace_load_config lc;
   grt_trace_load_config_default(&lc);
   grt_trace_error err;
-  if (grt_trace_load_buffer(src.p, src.n, "generated.trace", &lc, &t, &err)) {
+  struct stat sb;
+  if (snapshot && stat(snapshot, &sb)) {
+    fprintf(stderr, "bench_whatif: cannot stat %s\n", snapshot);
+    return 1;
+  }
+  if (!snapshot) src = generate(events);
+  if (snapshot ? grt_trace_load(snapshot, &lc, &t, &err)
+               : grt_trace_load_buffer(src.p, src.n, "generated.trace", &lc, &t, &err)) {
     fprintf(stderr, "bench_whatif: %s\n", err.reason);
     return 1;
   }
+  size_t input = snapshot ? (size_t)sb.st_size : src.n;
+  grt_trace_info info;
+  if (grt_trace_get_info(t, &info)) return 1;
+  events = info.n_events;
   double t1 = now();
   grt_whatif_row rows[24];
   size_t n = settings(t, rows, 24);
@@ -149,13 +166,13 @@ int main(int argc, char **argv) {
   double all = now() - t3, cpu = cpu_seconds() - c0;
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  printf("bench_whatif: %" PRIu64 " events (%.1f MiB of trace text), generated and loaded in %.2f s\n", events,
-         (double)src.n / (1 << 20), t1 - t0);
+  printf("bench_whatif: %" PRIu64 " events (%.1f MiB of %s), %s in %.2f s\n", events, (double)input / (1 << 20),
+         snapshot ? "snapshot" : "trace text", snapshot ? "loaded" : "generated and loaded", t1 - t0);
   printf("  one setting alone         %7.3f s wall\n", one);
   printf("  %2zu settings, %u thread%s     %7.3f s wall, %.2f s CPU (%.1fx one setting)\n", n,
          threads ? threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN), threads == 1 ? "" : "s", all, cpu, all / one);
-  printf("  peak RSS                  %7.1f MiB (%.2fx the trace text)\n", (double)ru.ru_maxrss / 1024,
-         (double)ru.ru_maxrss * 1024 / (double)src.n);
+  printf("  peak RSS                  %7.1f MiB (%.2fx the %s)\n", (double)ru.ru_maxrss / 1024,
+         (double)ru.ru_maxrss * 1024 / (double)input, snapshot ? "snapshot file" : "trace text");
   for (size_t i = 0; i < n; i++)
     if (rows[i].status) printf("  row '%s': %s\n", rows[i].conf, rows[i].note);
   free(src.p);
