@@ -1,7 +1,9 @@
 /* test_doctor_whatif.c — the what-if sweep: the settings fitted to a trace,
  * each replayed (in parallel threads, with the same figures as one thread),
  * a recorded OOM tried again under each setting, the capacity search, a
- * setting that does not parse, and what was live at the start counted. */
+ * setting that does not parse, and what was live at the start counted; and
+ * a prediction checked against a GPU: the project's own H200 recordings of
+ * one training run with and without expandable segments (tests/data/gpu). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -113,11 +115,45 @@ static void test_bad_setting(void **state) {
   assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
+static grt_trace *load_gpu(const char *file) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/gpu/%s", GRT_TEST_DATA_DIR, file);
+  grt_trace_load_config lc;
+  grt_trace_load_config_default(&lc);
+  grt_trace *t;
+  grt_trace_error err;
+  if (grt_trace_load(path, &lc, &t, &err)) fail_msg("%s: %s", file, err.reason);
+  return t;
+}
+
+/* The sweep over the run recorded with the default settings predicts what
+ * expandable_segments:True does; the same run recorded with it on the same
+ * GPU reserved exactly that, in exactly that many page maps. */
+static void test_prediction_matches_gpu(void **state) {
+  (void)state;
+  grt_trace *plain = load_gpu("gpurt_transformer_snapshot.pickle");
+  grt_trace *exp = load_gpu("gpurt_transformer_expandable_snapshot.pickle");
+  grt_whatif_row row = {.conf = "expandable_segments:True"};
+  grt_whatif_options o;
+  grt_whatif_options_default(&o);
+  assert_int_equal(grt_whatif_run(plain, &o, &row, 1), GRT_OK);
+  assert_int_equal(row.status, GRT_OK);
+  grt_trace_recorded rec;
+  assert_int_equal(grt_trace_recorded_figures(exp, &rec), GRT_OK);
+  assert_int_equal(row.peak_reserved, rec.reserved_peak);
+  assert_int_equal(row.peak_reserved, 3745513472ull);
+  assert_int_equal(row.device_mallocs, rec.device_mallocs); /* 78 segment_map events */
+  assert_int_equal(row.device_mallocs, 78);
+  assert_int_equal(grt_trace_destroy(plain), GRT_OK);
+  assert_int_equal(grt_trace_destroy(exp), GRT_OK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sweep_rows),
       cmocka_unit_test(test_figures),
       cmocka_unit_test(test_bad_setting),
+      cmocka_unit_test(test_prediction_matches_gpu),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
