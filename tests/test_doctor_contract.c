@@ -223,17 +223,25 @@ static void test_empty_cache_bursts(void **state) {
   check_kept(&rep, GRT_CONTRACT_OOM_RETRIES);
 }
 
+/* A 20 MiB segment cached whole, given back (the segment free's stack:
+ * release_stack), then a 40 MiB malloc at its place (last alloc's stack:
+ * alloc_stack). Returns the release's event index. */
+static uint64_t release_then_malloc(text *t, unsigned release_stack, unsigned alloc_stack) {
+  text_open(t);
+  ev(t, "segment_alloc", -1, 20 * GRT_MiB, 0, LARGE_BASE, 2);
+  alloc(t, 0, 4 * GRT_MiB, LARGE_BASE, 2);
+  free_now(t, 0, 4 * GRT_MiB, LARGE_BASE);
+  uint64_t run = ev(t, "segment_free", -1, 20 * GRT_MiB, 0, LARGE_BASE, release_stack);
+  ev(t, "segment_alloc", -1, 40 * GRT_MiB, 0, LARGE_BASE, 5);
+  alloc(t, 1, 40 * GRT_MiB, LARGE_BASE, alloc_stack);
+  return run;
+}
+
 /* A release whose stack is a malloc's: the device was full, the cache went, cudaMalloc was retried. */
 static void test_retry_told_by_stack(void **state) {
   (void)state;
   text t;
-  text_open(&t);
-  ev(&t, "segment_alloc", -1, 20 * GRT_MiB, 0, LARGE_BASE, 2);
-  alloc(&t, 0, 4 * GRT_MiB, LARGE_BASE, 2);
-  free_now(&t, 0, 4 * GRT_MiB, LARGE_BASE);
-  uint64_t run = ev(&t, "segment_free", -1, 20 * GRT_MiB, 0, LARGE_BASE, 5);
-  ev(&t, "segment_alloc", -1, 40 * GRT_MiB, 0, LARGE_BASE, 5);
-  alloc(&t, 1, 40 * GRT_MiB, LARGE_BASE, 2);
+  uint64_t run = release_then_malloc(&t, 5, 2);
   grt_doctor_report rep = examine_text(&t);
   const grt_contract_finding *f = &rep.contract[GRT_CONTRACT_OOM_RETRIES];
   assert_int_equal(f->outcome, GRT_CONTRACT_BROKEN);
@@ -249,13 +257,7 @@ static void test_retry_told_by_stack(void **state) {
 static void test_empty_cache_told_by_stack(void **state) {
   (void)state;
   text t;
-  text_open(&t);
-  ev(&t, "segment_alloc", -1, 20 * GRT_MiB, 0, LARGE_BASE, 2);
-  alloc(&t, 0, 4 * GRT_MiB, LARGE_BASE, 2);
-  free_now(&t, 0, 4 * GRT_MiB, LARGE_BASE);
-  ev(&t, "segment_free", -1, 20 * GRT_MiB, 0, LARGE_BASE, 4);
-  ev(&t, "segment_alloc", -1, 40 * GRT_MiB, 0, LARGE_BASE, 5);
-  alloc(&t, 1, 40 * GRT_MiB, LARGE_BASE, 3);
+  release_then_malloc(&t, 4, 3);
   grt_doctor_report rep = examine_text(&t);
   assert_int_equal(rep.contract[GRT_CONTRACT_EMPTY_CACHE].count, 1);
   assert_int_equal(rep.contract[GRT_CONTRACT_EMPTY_CACHE].time_us, 0);
