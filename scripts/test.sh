@@ -14,6 +14,12 @@ mode=${1:-plain}
 extra=()
 [ "$mode" = clang ] && extra=(clang)
 bash scripts/deps.sh "${extra[@]}"
+# the browser tests' driver (playwright-core, pinned in tests/browser/package-lock.json)
+if command -v npm >/dev/null && { [ ! -d tests/browser/node_modules/playwright-core ] ||
+    [ tests/browser/package-lock.json -nt tests/browser/node_modules ]; }; then
+  (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error) ||
+    echo "test.sh: npm ci in tests/browser failed: the browser tests are skipped" >&2
+fi
 case "$mode" in
   plain) dir=build/test; flags=() ;;
   asan) dir=build/asan; flags=(-DGRT_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug) ;;

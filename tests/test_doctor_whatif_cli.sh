@@ -83,3 +83,18 @@ grep -q '"steady_state": null' <<<"$json" || fail "doctor --json steady_state: $
 "$GPURT" doctor "$tmp/pinned.trace" --fail-on-oom >/dev/null
 [ $? -eq 3 ] || fail "doctor --fail-on-oom: the snapshot's settings OOM at 42 MiB, exit should be 3"
 echo "ok: doctor"
+
+# gpurt report: one self-contained page; doctor --html writes the same page
+"$GPURT" report "$tmp/pinned.trace" >/dev/null 2>&1 && fail "report without -o accepted"
+out=$("$GPURT" report "$tmp/pinned.trace" -o "$tmp/r.html") || fail "report failed: $out"
+grep -q "^report: $tmp/r.html (9 events)$" <<<"$out" || fail "report: $out"
+grep -q '<script id="gpurt-data" type="application/json">{"name":"pinned.trace"' "$tmp/r.html" || fail "report data"
+grep -q '"verdict":"fragmentation-bound"' "$tmp/r.html" || fail "report verdict"
+grep -q '"marks":{"peak":[0-9]*,"ooms":\[8\]' "$tmp/r.html" || fail "report marks: $(grep -o '"marks":[^}]*' "$tmp/r.html")"
+! grep -Eq '(src|href)="https?:' "$tmp/r.html" || fail "report refers to the network"
+json=$("$GPURT" doctor "$tmp/pinned.trace" --json --html "$tmp/d.html" 2>"$tmp/err.txt") || [ $? -eq 0 ] ||
+  fail "doctor --html failed: $(cat "$tmp/err.txt")"
+grep -q "^report: $tmp/d.html" "$tmp/err.txt" || fail "doctor --html: $(cat "$tmp/err.txt")"
+grep -q '"verdict": "fragmentation-bound"' <<<"$json" || fail "doctor --json --html: stdout is not the JSON alone"
+cmp -s "$tmp/r.html" "$tmp/d.html" || fail "doctor --html and report wrote different pages"
+echo "ok: report"

@@ -20,6 +20,7 @@ int grt_cmd_compare(int argc, char **argv);
 int grt_cmd_whatif(int argc, char **argv);
 int grt_cmd_doctor(int argc, char **argv);
 int grt_cmd_diff(int argc, char **argv);
+int grt_cmd_report(int argc, char **argv);
 
 /* Demos (tools/gpurt/demo_*.c). */
 int grt_demo_frag(int argc, char **argv);

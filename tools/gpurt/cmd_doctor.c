@@ -14,21 +14,23 @@
 #include "gpurt/doctor.h"
 #include "replay_run.h"
 #include "replay_util.h"
+#include "report_page.h"
 #include "whatif_run.h"
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: gpurt doctor SNAPSHOT [--capacity BYTES] [--device N] [--device-model paged|contiguous]\n"
-          "                    [--json] [--fail-on-oom]\n\n"
+          "                    [--json] [--fail-on-oom] [--html FILE]\n\n"
           "Examines a PyTorch memory snapshot: whether its OOM was demand or fragmentation (with the numbers\n"
           "at the peak and at the first OOM, from the faithful replay), the segments live blocks pin, the\n"
           "runtime contract's rules the recorded run kept or broke (docs/RUNTIME_CONTRACT.md), and\n"
           "the PYTORCH_CUDA_ALLOC_CONF that would have done best at the capacity (default: the memory the\n"
           "snapshot shows the process had at its first OOM), with what it saves (the `gpurt whatif` sweep).\n"
-          "  --fail-on-oom     exit 3 when the snapshot's own settings OOM at the capacity\n");
+          "  --fail-on-oom     exit 3 when the snapshot's own settings OOM at the capacity\n"
+          "  --html FILE       also write the snapshot's page (gpurt report: timeline, state, figures)\n");
 }
 
-enum { DR_CAPACITY = 256, DR_DEVICE, DR_DEVICE_MODEL, DR_JSON, DR_FAIL };
+enum { DR_CAPACITY = 256, DR_DEVICE, DR_DEVICE_MODEL, DR_JSON, DR_FAIL, DR_HTML };
 
 static const struct option doctor_options[] = {
     {"capacity", required_argument, NULL, DR_CAPACITY},
@@ -36,6 +38,7 @@ static const struct option doctor_options[] = {
     {"device-model", required_argument, NULL, DR_DEVICE_MODEL},
     {"json", no_argument, NULL, DR_JSON},
     {"fail-on-oom", no_argument, NULL, DR_FAIL},
+    {"html", required_argument, NULL, DR_HTML},
     CLI_OPT_HELP_ENTRY,
     {NULL, 0, NULL, 0},
 };
@@ -47,6 +50,7 @@ static bool doctor_arg(const cli_opts *p, int c, cli_whatif_args *a) {
   case DR_DEVICE_MODEL: return cli_opt_device_model(p, &a->o.device_model);
   case DR_JSON: a->json = true; return true;
   case DR_FAIL: a->fail_on_oom = true; return true;
+  case DR_HTML: a->html = p->arg; return true;
   case CLI_OPT_POSITIONAL:
     if (a->path) {
       cli_opts_fail(p, "one snapshot at a time");
@@ -326,6 +330,11 @@ static int doctor_loaded(const grt_trace *t, const cli_whatif_args *a) {
   for (size_t i = 0; i < w.n && a->fail_on_oom; i++)
     if (!w.rows[i].conf[0] && (w.rows[i].status || w.rows[i].ooms)) rc = 3;
   cli_whatif_free(&w);
+  if (a->html) { /* after the screen; the page's line on stderr, so --json stays one object */
+    fflush(stdout);
+    int hrc = cli_report_save("doctor", t, a->path, a->device, a->html, stderr);
+    if (hrc && (!rc || rc == 3)) rc = hrc;
+  }
   return rc;
 }
 

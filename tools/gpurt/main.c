@@ -22,6 +22,7 @@ static const grt_cli_command commands[] = {
     {"doctor", "why a snapshot OOMed (demand or fragmentation) and the setting that fixes it", grt_cmd_doctor},
     {"diff", "two snapshots before and after a change: figures, sites, segments", grt_cmd_diff},
     {"whatif", "a snapshot replayed under every PYTORCH_CUDA_ALLOC_CONF worth trying", grt_cmd_whatif},
+    {"report", "one self-contained HTML page of a snapshot: timeline, state at any event, doctor", grt_cmd_report},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -1,0 +1,109 @@
+/* cmd_report.c — `gpurt report SNAPSHOT -o report.html`: one self-contained
+ * page to look at: the doctor's verdict and sites first, then the live
+ * allocations over time, the allocator's state at any event and the figures
+ * over time (report_page.h). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_opts.h"
+#include "cli_status.h"
+#include "report_page.h"
+#include "replay_util.h"
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: gpurt report SNAPSHOT -o FILE [--device N]\n\n"
+             "Writes one HTML page (script and style inline: it opens offline) for a PyTorch memory snapshot:\n"
+             "the doctor's verdict, allocation sites and runtime contract; every live allocation as a band over\n"
+             "time (hover: size, address, lifetime, stack; click pins; wheel zooms, drag pans); the allocator's\n"
+             "segments and blocks at any event (jump to the peak, an OOM, a device malloc); and reserved,\n"
+             "allocated and largest free block over time, the recorded run's reserved beside the model's.\n"
+             "  -o, --output FILE  the page to write\n");
+}
+
+enum { RP_DEVICE = 256 };
+
+static const struct option report_options[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"device", required_argument, NULL, RP_DEVICE},
+    CLI_OPT_HELP_ENTRY,
+    {NULL, 0, NULL, 0},
+};
+
+typedef struct report_args {
+  const char *path, *out;
+  int device;
+} report_args;
+
+/* The faithful replay's per-event figures. */
+static grt_status replay_series(const grt_trace *t, grt_replay **out, char *err, size_t err_size) {
+  grt_replay_config c;
+  grt_replay_config_default(&c);
+  c.placement = GRT_REPLAY_PLACE_RECORDED;
+  c.record_series = true;
+  grt_status st = grt_replay_open(t, &c, out);
+  if (st) return snprintf(err, err_size, "cannot create the replay"), st;
+  if (!(st = grt_replay_rebuild_start(*out))) st = grt_replay_run(*out);
+  if (st) snprintf(err, err_size, "%s", grt_replay_last_error(*out));
+  return st;
+}
+
+int cli_report_save(const char *cmd, const grt_trace *t, const char *snapshot, int device, const char *out,
+                    FILE *say) {
+  grt_doctor_report rep;
+  char err[512] = "";
+  grt_status st = grt_doctor_examine(t, &rep, err, sizeof err);
+  if (st) return fprintf(stderr, "gpurt %s: %s: %s (%s)\n", cmd, cli_basename(snapshot), err, grt_status_str(st)), 1;
+  grt_replay *r = NULL;
+  st = replay_series(t, &r, err, sizeof err);
+  const grt_replay_sample *samples = NULL;
+  size_t n = 0;
+  if (!st) st = grt_replay_series(r, &samples, &n);
+  int rc = 0;
+  if (st) {
+    fprintf(stderr, "gpurt %s: %s: %s (%s)\n", cmd, cli_basename(snapshot), err, grt_status_str(st));
+    rc = 1;
+  } else {
+    FILE *f = fopen(out, "w");
+    cli_report_input x = {t, cli_basename(snapshot), device, &rep, samples, n};
+    bool ok = f && !cli_report_page(f, &x);
+    if (f && fclose(f)) ok = false;
+    if (!ok) {
+      fprintf(stderr, "gpurt %s: cannot write %s\n", cmd, out);
+      rc = 1;
+    } else {
+      fprintf(say, "report: %s (%zu events)\n", out, n);
+    }
+  }
+  st = grt_replay_destroy(r);
+  if (st && !rc) rc = cli_fail_status(cmd, "grt_replay_destroy", st, NULL);
+  return rc;
+}
+
+int grt_cmd_report(int argc, char **argv) {
+  report_args a = {0};
+  cli_opts p;
+  cli_opts_init(&p, "report", argc, argv, report_options, false);
+  if (p.help) {
+    usage(stdout);
+    return 0;
+  }
+  for (int c; (c = cli_opts_next(&p)) != CLI_OPT_END;) {
+    if (c == 'o') a.out = p.arg;
+    else if (c == RP_DEVICE) { if (!cli_opt_device(&p, &a.device)) return 2; }
+    else if (c == CLI_OPT_POSITIONAL && !a.path) a.path = p.arg;
+    else if (c == CLI_OPT_POSITIONAL) return cli_opts_fail(&p, "one snapshot at a time");
+    else return 2;
+  }
+  if (!a.path || !a.out) {
+    usage(stderr);
+    return 2;
+  }
+  grt_trace *t = cli_load_trace("report", a.path, a.device);
+  if (!t) return 1;
+  int rc = cli_report_save("report", t, a.path, a.device, a.out, stdout);
+  grt_status st = grt_trace_destroy(t);
+  if (st && !rc) rc = cli_fail_status("report", "grt_trace_destroy", st, NULL);
+  return rc;
+}
