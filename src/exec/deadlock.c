@@ -218,7 +218,7 @@ bool grt__detect_deadlock(grt_exec *exec) {
   bool found = false;
   if (graph_build(exec, &g)) found = find_cycle(&g, msg, sizeof msg);
   graph_free(&g);
-  if (found) grt__set_error(exec, GRT_ERR_DEADLOCK, msg);
+  if (found) grt__trace_deadlock(exec), grt__set_error(exec, GRT_ERR_DEADLOCK, msg); /* before its ops are cancelled */
   return found;
 }
 

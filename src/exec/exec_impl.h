@@ -169,6 +169,7 @@ typedef struct grt__trace_rec {
   uint64_t uid, start_ns, end_ns, stream_id;
   size_t flow_first, flow_n; /* source uids of its cross-stream deps in exec->flows */
   uint8_t kind, engine;
+  bool deadlock;             /* not an op: where a stream stood when a deadlock was found */
   unsigned slot;
   char name[GRT__OP_NAME_MAX];
 } grt__trace_rec;
@@ -261,6 +262,8 @@ typedef struct grt__op_slab {
 /* exec.c */
 uint64_t grt__mono_ns(void);
 uint64_t grt__exec_now(grt_exec *exec); /* lock held */
+/* timeline.c: the streams a deadlock stopped, as instants (lock held). */
+void grt__trace_deadlock(grt_exec *exec);
 bool grt__in_body(grt_exec *exec);      /* calling thread runs a body of this exec */
 grt__op *grt__current_op(grt_exec *exec); /* the op whose body the calling thread runs */
 void grt__set_error(grt_exec *exec, grt_status st, const char *msg); /* lock held */

@@ -135,6 +135,7 @@ grt_status grt__virtual_wait(grt_exec *exec, grt__cond_fn cond, void *ctx) {
       if (!grt__detect_deadlock(exec)) {
         char msg[600];
         grt__describe_host_stall(exec, msg, sizeof msg);
+        grt__trace_deadlock(exec);
         grt__set_error(exec, GRT_ERR_DEADLOCK, msg);
       }
       st = exec->error;

@@ -3,11 +3,15 @@
  * With cfg.record_timeline on, every completed op leaves one record (uid,
  * stream, engine slot, interval) and the uids of the ops its cross-stream deps
  * pointed at (flows). The export has two processes: "streams" (a track per
- * stream, every op including zero-length event markers) and "engines" (a track
- * per engine slot, timed ops only); each dep becomes a flow arrow from the end
- * of the source op to the start of the waiting op. JSON is written by hand;
- * every string goes through json_str (base/json.h), which escapes quotes,
- * backslashes and control characters (each as \u00XX).
+ * stream, every op: zero-length ones such as event records as instant events,
+ * ph "i") and "engines" (a track per engine slot, timed ops only); each dep
+ * becomes a flow arrow from the end of the source op to the start of the
+ * waiting op. After a deadlock, every stream whose work never ran gets an
+ * instant at the moment it stopped naming the cycle, so a timeline with no
+ * op in it still shows why. The file follows the Trace Event Format: every
+ * event, metadata too, has name, cat, ph, pid and ts. JSON is written by
+ * hand; every string goes through json_str (base/json.h), which escapes
+ * quotes, backslashes and control characters (each as \u00XX).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +42,7 @@ void grt__trace_op(grt_exec *exec, const grt__op *op) {
     exec->flows_cap = cap;
   }
   grt__trace_rec *r = &exec->trace[exec->trace_n++];
+  r->deadlock = false;
   r->uid = op->uid;
   r->start_ns = op->start_ns;
   r->end_ns = op->end_ns;
@@ -53,6 +58,35 @@ void grt__trace_op(grt_exec *exec, const grt__op *op) {
       exec->flows[exec->flows_n++] = op->deps[i].src_uid;
       r->flow_n++;
     }
+}
+
+static grt__trace_rec *new_rec(grt_exec *exec) {
+  if (exec->trace_n == exec->trace_cap) {
+    size_t cap = exec->trace_cap ? 2 * exec->trace_cap : 256;
+    grt__trace_rec *t = realloc(exec->trace, cap * sizeof *t);
+    if (!t) return NULL; /* the timeline is best effort; execution is not */
+    exec->trace = t;
+    exec->trace_cap = cap;
+  }
+  grt__trace_rec *r = &exec->trace[exec->trace_n++];
+  memset(r, 0, sizeof *r);
+  return r;
+}
+
+void grt__trace_deadlock(grt_exec *exec) {
+  if (!exec->cfg.record_timeline) return;
+  uint64_t now = grt__exec_now(exec);
+  for (grt_stream *s = exec->streams; s; s = s->all_next) {
+    if (!s->head) continue;
+    grt__trace_rec *r = new_rec(exec);
+    if (!r) return;
+    r->start_ns = r->end_ns = now;
+    r->stream_id = s->id;
+    r->kind = s->head->kind;
+    r->engine = GRT_ENGINE_COUNT; /* on its stream's track only */
+    r->deadlock = true;
+    snprintf(r->name, sizeof r->name, "%s", s->name); /* the stream's: it may be gone when the file is written */
+  }
 }
 
 void grt__timeline_free(grt_exec *exec) {
@@ -80,39 +114,63 @@ static const char *engine_name(unsigned e) {
 static unsigned engine_tid(unsigned engine, unsigned slot) { return engine * 100 + slot + 1; }
 
 static void write_meta(grt_exec *exec, FILE *f) {
-  fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"streams\"}},\n");
-  fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":2,\"args\":{\"name\":\"engines\"}}");
+  fprintf(f, "{\"name\":\"process_name\",\"cat\":\"__metadata\",\"ph\":\"M\",\"pid\":1,\"ts\":0,"
+             "\"args\":{\"name\":\"streams\"}},\n");
+  fprintf(f, "{\"name\":\"process_name\",\"cat\":\"__metadata\",\"ph\":\"M\",\"pid\":2,\"ts\":0,"
+             "\"args\":{\"name\":\"engines\"}}");
   for (grt_stream *s = exec->streams; s; s = s->all_next) {
     char label[64];
     snprintf(label, sizeof label, "%s (id %llu%s)", s->name, (unsigned long long)s->id,
              s->flags & GRT_STREAM_NON_BLOCKING ? ", non-blocking" : "");
-    fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%llu,\"args\":{\"name\":",
+    fprintf(f, ",\n{\"name\":\"thread_name\",\"cat\":\"__metadata\",\"ph\":\"M\",\"pid\":1,\"tid\":%llu,\"ts\":0,"
+               "\"args\":{\"name\":",
             (unsigned long long)s->id + 1);
     json_str(f, label);
     fprintf(f, "}}");
-    fprintf(f, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%llu,\"args\":{\"sort_index\":%llu}}",
+    fprintf(f, ",\n{\"name\":\"thread_sort_index\",\"cat\":\"__metadata\",\"ph\":\"M\",\"pid\":1,\"tid\":%llu,"
+               "\"ts\":0,\"args\":{\"sort_index\":%llu}}",
             (unsigned long long)s->id + 1, (unsigned long long)s->id);
   }
   for (unsigned e = 0; e < GRT_ENGINE_COUNT; e++)
     for (unsigned slot = 0; slot < exec->engines[e].slots; slot++) {
       char label[48];
       snprintf(label, sizeof label, "%s [%u]", engine_name(e), slot);
-      fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":2,\"tid\":%u,\"args\":{\"name\":",
+      fprintf(f, ",\n{\"name\":\"thread_name\",\"cat\":\"__metadata\",\"ph\":\"M\",\"pid\":2,\"tid\":%u,\"ts\":0,"
+                 "\"args\":{\"name\":",
               engine_tid(e, slot));
       json_str(f, label);
       fprintf(f, "}}");
     }
 }
 
-static void write_slice(FILE *f, const grt__trace_rec *r, unsigned pid, unsigned long long tid) {
+static void write_slice(grt_exec *exec, FILE *f, const grt__trace_rec *r, unsigned pid, unsigned long long tid) {
   fprintf(f, ",\n{\"name\":");
-  json_str(f, r->name[0] ? r->name : kind_names[r->kind]);
+  if (r->deadlock) {
+    char label[sizeof r->name + 32];
+    snprintf(label, sizeof label, "deadlock: stream %s waits", r->name);
+    json_str(f, label);
+  } else {
+    json_str(f, r->name[0] ? r->name : kind_names[r->kind]);
+  }
   fprintf(f, ",\"cat\":");
-  json_str(f, kind_names[r->kind]);
-  fprintf(f, ",\"ph\":\"X\",\"pid\":%u,\"tid\":%llu,\"ts\":", pid, tid);
+  json_str(f, r->deadlock ? "deadlock" : kind_names[r->kind]);
+  if (r->deadlock) { /* the cycle, in words */
+    fprintf(f, ",\"ph\":\"i\",\"s\":\"t\",\"pid\":%u,\"tid\":%llu,\"ts\":", pid, tid);
+    json_us(f, r->start_ns);
+    fprintf(f, ",\"args\":{\"stream\":%llu,\"cycle\":", (unsigned long long)r->stream_id);
+    json_str(f, exec->error_msg);
+    fprintf(f, "}}");
+    return;
+  }
+  bool instant = r->end_ns == r->start_ns; /* a marker, not a zero-length slice */
+  fprintf(f, ",\"ph\":\"%s\",\"pid\":%u,\"tid\":%llu,\"ts\":", instant ? "i" : "X", pid, tid);
   json_us(f, r->start_ns);
-  fprintf(f, ",\"dur\":");
-  json_us(f, r->end_ns - r->start_ns);
+  if (instant) {
+    fprintf(f, ",\"s\":\"t\"");
+  } else {
+    fprintf(f, ",\"dur\":");
+    json_us(f, r->end_ns - r->start_ns);
+  }
   fprintf(f, ",\"args\":{\"uid\":%llu,\"stream\":%llu}}", (unsigned long long)r->uid,
           (unsigned long long)r->stream_id);
 }
@@ -167,8 +225,8 @@ grt_status grt_exec_timeline_write_json(grt_exec *exec, FILE *f) {
     write_meta(exec, f);
     for (size_t i = 0; i < exec->trace_n; i++) {
       const grt__trace_rec *r = &exec->trace[i];
-      write_slice(f, r, 1, (unsigned long long)r->stream_id + 1);
-      if (r->engine < GRT_ENGINE_COUNT) write_slice(f, r, 2, engine_tid(r->engine, r->slot));
+      write_slice(exec, f, r, 1, (unsigned long long)r->stream_id + 1);
+      if (r->engine < GRT_ENGINE_COUNT) write_slice(exec, f, r, 2, engine_tid(r->engine, r->slot));
     }
     write_flows(exec, f, sorted);
     fprintf(f, "\n]}\n");

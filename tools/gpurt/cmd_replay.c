@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "cli_opts.h"
 #include "replay_run.h"
+#include "replay_timeline.h"
 #include "replay_util.h"
 #include "serve_run.h"
 
@@ -45,6 +46,7 @@ static void usage(FILE *f) {
           "  --csv             print the per-step series as CSV on stdout (no table)\n"
           "  --json            print the summary and the series as JSON on stdout (no table)\n"
           "  --html FILE       write a self-contained HTML report (plots, segment maps, summary)\n"
+          "  --timeline FILE   write a Chrome/Perfetto trace: memory counters, segment events, OOMs\n"
           "  --fidelity        PyTorch snapshots: replay with the faithful caching policy from the\n"
           "                    rebuilt starting state and score it against the recording, per device:\n"
           "                    addresses, segment decisions, releases, OOMs, final layout (--json: one\n"
@@ -175,7 +177,7 @@ void cli_print_summary_json(const cli_run *run, bool with_series) {
 typedef struct replay_args {
   cli_run_opts o;
   cli_serve_opts so;
-  const char *path, *html;
+  const char *path, *html, *timeline;
   bool csv, json, fidelity, serve, search, no_search;
   bool device_set, model_set, fail_on_oom;
   const char *serve_only; /* the last of --rate, --wait-scrape, --linger given */
@@ -184,7 +186,7 @@ typedef struct replay_args {
 enum {
   RP_POLICY = 256, RP_CAPACITY, RP_CONF, RP_FRACTION, RP_PLACEMENT, RP_NO_RELEASES, RP_DEVICE, RP_SEARCH, RP_NO_SEARCH,
   RP_CSV, RP_JSON, RP_HTML, RP_FIDELITY, RP_SERVE, RP_RATE, RP_WAIT_SCRAPE, RP_LINGER, RP_FROM_EMPTY,
-  RP_DEVICE_MODEL, RP_FAIL_ON_OOM
+  RP_DEVICE_MODEL, RP_FAIL_ON_OOM, RP_TIMELINE
 };
 
 static const struct option replay_options[] = {
@@ -203,6 +205,7 @@ static const struct option replay_options[] = {
     {"csv", no_argument, NULL, RP_CSV},
     {"json", no_argument, NULL, RP_JSON},
     {"html", required_argument, NULL, RP_HTML},
+    {"timeline", required_argument, NULL, RP_TIMELINE},
     {"fidelity", no_argument, NULL, RP_FIDELITY},
     {"serve", required_argument, NULL, RP_SERVE},
     {"rate", required_argument, NULL, RP_RATE},
@@ -238,6 +241,7 @@ static bool replay_option(const cli_opts *p, int c, replay_args *a) {
   case RP_CSV: a->csv = true; return true;
   case RP_JSON: a->json = true; return true;
   case RP_HTML: a->html = p->arg; return true;
+  case RP_TIMELINE: a->timeline = p->arg; return true;
   case RP_FIDELITY: a->fidelity = true; return true;
   case RP_SERVE:
     a->serve = true;
@@ -265,6 +269,7 @@ static const char *fidelity_conflict(const replay_args *a) {
   if (a->search) return "--search";
   if (a->csv) return "--csv";
   if (a->html) return "--html (it prints a text report)";
+  if (a->timeline) return "--timeline (it prints a text report)";
   return NULL;
 }
 
@@ -273,9 +278,9 @@ static int replay_conflicts(const cli_opts *p, replay_args *a) {
   if (a->csv && a->json) return cli_opts_fail(p, "--csv and --json are two outputs; pick one");
   if (a->search && a->no_search) return cli_opts_fail(p, "--search and --no-search contradict each other");
   if (a->serve_only && !a->serve) return cli_opts_fail(p, "--%s goes with --serve HOST:PORT", a->serve_only);
-  if (a->serve && (a->fidelity || a->csv || a->json || a->html || a->search || a->fail_on_oom))
-    return cli_opts_fail(p, "--serve does not combine with --fidelity, --csv, --json, --html, --search or "
-                            "--fail-on-oom");
+  if (a->serve && (a->fidelity || a->csv || a->json || a->html || a->timeline || a->search || a->fail_on_oom))
+    return cli_opts_fail(p, "--serve does not combine with --fidelity, --csv, --json, --html, --timeline, --search "
+                            "or --fail-on-oom");
   int cap = cli_run_opts_settle(p, &a->o);
   if (cap != CLI_ARGS_OK) return cap;
   const char *why = a->fidelity ? fidelity_conflict(a) : NULL;
@@ -317,7 +322,7 @@ int grt_cmd_replay(int argc, char **argv) {
   bool csv = a.csv, json = a.json;
   if (a.serve) return cli_replay_serve(path, &o, &a.so);
   if (a.fidelity) return cli_fidelity(path, a.device_set ? o.device : -1, json);
-  o.series = csv || json || html;
+  o.series = csv || json || html || a.timeline;
   o.search = a.search ? 1 : a.no_search ? 0 : -1;
   o.snapshots = html != NULL;
   cli_run run;
@@ -340,6 +345,10 @@ int grt_cmd_replay(int argc, char **argv) {
   if (html) {
     rc = cli_write_html(html, cli_basename(path), &run, 1);
     if (!rc && !csv && !json) printf("\nreport: %s\n", html);
+  }
+  if (!rc && a.timeline) {
+    rc = cli_write_replay_timeline(a.timeline, path, o.device, &run);
+    if (!rc && !csv && !json) printf("timeline: %s\n", a.timeline);
   }
   if (!rc && a.fail_on_oom && run.sum.ooms) rc = 3;
   cli_run_free(&run);
