@@ -35,5 +35,15 @@ for snap in "${snapshots[@]}"; do
   if grep -Eq '(src|href)="https?:' "$work/$name.html"; then echo "FAIL: $name refers to the network"; status=1; fi
   timeout 180 node "$here/browser/report.mjs" "$work/$name.html" "$shots/$name" "$browser" || status=1
 done
-[ $status -eq 0 ] && echo "test_report_browser: ok (${#snapshots[@]} reports)"
+# a compare page: two traces x three policies, one of which (bump's arena) dwarfs the others
+{
+  echo "gpurt-trace 1"
+  for i in $(seq 0 39); do echo "alloc $i $(( (i % 7 + 1) * 65536 ))"; done
+  for i in $(seq 0 2 39); do echo "free $i"; done
+} > "$work/a.trace"
+head -n 41 "$work/a.trace" > "$work/b.trace"
+"$gpurt" compare "$work/a.trace" "$work/b.trace" --policies naive,caching,bump --html "$work/compare.html" \
+  >/dev/null || { echo "FAIL: gpurt compare --html"; status=1; }
+timeout 180 node "$here/browser/compare.mjs" "$work/compare.html" "$shots/compare" "$browser" || status=1
+[ $status -eq 0 ] && echo "test_report_browser: ok (${#snapshots[@]} reports, a compare page)"
 exit $status

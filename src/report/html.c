@@ -3,8 +3,14 @@
  * peak and at the first OOM; the summary table). Series are reduced to at
  * most PLOT_POINTS points by keeping each bucket's maximum, so peaks survive.
  * Every drawn element a test looks for carries an id: plot-<metric>-<trace>,
- * line-<metric>-<run>, segmap-<peak|oom>-<run>. */
+ * line-<metric>-<run>, segmap-<peak|oom>-<run>. A policy keeps one colour
+ * (and class p<k>) across the whole page, the first legend's checkboxes
+ * hide a policy everywhere, and a plot where one line dwarfs the others
+ * (its peak over LOG_RATIO times the next one's) is drawn on a log scale,
+ * so the small ones stay readable. */
 #include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +25,24 @@
 #define MAP_W 760
 #define MAP_ROW 10
 #define MAP_MAX_SEGMENTS 400
+#define LOG_RATIO 20.0
 
 static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
                                       "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
 #define N_COLORS (sizeof palette / sizeof palette[0])
+
+/* The policy's number on the page: distinct policies in order of first appearance. */
+static size_t policy_index(const grt_html_run *runs, size_t i) {
+  size_t k = 0;
+  for (size_t j = 0; j < i; j++) {
+    bool first = true;
+    for (size_t m = 0; m < j && first; m++) first = strcmp(runs[m].policy, runs[j].policy) != 0;
+    if (!first) continue;
+    if (!strcmp(runs[j].policy, runs[i].policy)) return k;
+    k++;
+  }
+  return k;
+}
 
 static void esc(FILE *f, const char *s) {
   for (; s && *s; s++) {
@@ -44,10 +64,18 @@ static uint64_t value(const grt_replay_sample *s, metric m) {
   return m == M_RESERVED ? s->reserved : m == M_ALLOCATED ? s->allocated : s->largest_free;
 }
 
-static void polyline(FILE *f, const grt_html_run *r, size_t run_index, metric m, uint64_t ymax, uint64_t xmax) {
+/* The plot's y of v: linear, or log10(1 + v) over log10(1 + ymax). */
+static double y_of(uint64_t v, uint64_t ymax, bool log_scale) {
+  double frac = log_scale ? log10(1.0 + (double)v) / log10(1.0 + (double)ymax) : (double)v / (double)(ymax ? ymax : 1);
+  return 10 + (double)(PLOT_H - PAD_B - 10) * (1.0 - frac);
+}
+
+static void polyline(FILE *f, const grt_html_run *r, size_t run_index, size_t policy, metric m, uint64_t ymax,
+                     uint64_t xmax, bool log_scale) {
   if (!r->samples || !r->n_samples) return;
-  fprintf(f, "<polyline id=\"line-%s-%zu\" class=\"series\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
-          metric_id[m], run_index, palette[run_index % N_COLORS]);
+  fprintf(f, "<polyline id=\"line-%s-%zu\" class=\"series p%zu\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
+             "points=\"",
+          metric_id[m], run_index, policy, palette[policy % N_COLORS]);
   size_t n = r->n_samples, buckets = n < PLOT_POINTS ? n : PLOT_POINTS;
   for (size_t b = 0; b < buckets; b++) {
     size_t lo = b * n / buckets, hi = (b + 1) * n / buckets;
@@ -55,7 +83,7 @@ static void polyline(FILE *f, const grt_html_run *r, size_t run_index, metric m,
     for (size_t i = lo; i < hi; i++)
       if (value(&r->samples[i], m) > v) v = value(&r->samples[i], m);
     double x = PAD_L + (double)(PLOT_W - PAD_L - 10) * (double)lo / (double)(xmax ? xmax : 1);
-    double y = 10 + (double)(PLOT_H - PAD_B - 10) * (1.0 - (double)v / (double)(ymax ? ymax : 1));
+    double y = y_of(v, ymax, log_scale);
     fprintf(f, "%s%.1f,%.1f", b ? " " : "", x, y);
   }
   fprintf(f, "\"><title>");
@@ -64,16 +92,21 @@ static void polyline(FILE *f, const grt_html_run *r, size_t run_index, metric m,
 }
 
 static void plot(FILE *f, const grt_html_run *runs, size_t n, const char *trace, size_t trace_index, metric m) {
-  uint64_t ymax = 1, xmax = 1;
+  uint64_t ymax = 1, xmax = 1, second = 0;
   for (size_t i = 0; i < n; i++) {
     if (strcmp(runs[i].trace, trace)) continue;
     if (runs[i].n_samples > xmax) xmax = runs[i].n_samples;
+    uint64_t peak = 0;
     for (size_t k = 0; k < runs[i].n_samples; k++)
-      if (value(&runs[i].samples[k], m) > ymax) ymax = value(&runs[i].samples[k], m);
+      if (value(&runs[i].samples[k], m) > peak) peak = value(&runs[i].samples[k], m);
+    if (peak > ymax) second = ymax, ymax = peak;
+    else if (peak > second) second = peak;
   }
+  bool log_scale = second > 0 && (double)ymax > LOG_RATIO * (double)second;
   char top[32], mid[32];
-  fprintf(f, "<h3>%s</h3>\n<svg id=\"plot-%s-%zu\" class=\"plot\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
-          metric_title[m], metric_id[m], trace_index, PLOT_W, PLOT_H, PLOT_W, PLOT_H);
+  fprintf(f, "<h3>%s%s</h3>\n<svg id=\"plot-%s-%zu\" class=\"plot%s\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
+          metric_title[m], log_scale ? " (log scale: one policy's line dwarfs the others)" : "", metric_id[m],
+          trace_index, log_scale ? " log" : "", PLOT_W, PLOT_H, PLOT_W, PLOT_H);
   int y0 = PLOT_H - PAD_B;
   fprintf(f, "<rect x=\"%d\" y=\"10\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", PAD_L,
           PLOT_W - PAD_L - 10, y0 - 10);
@@ -83,14 +116,15 @@ static void plot(FILE *f, const grt_html_run *runs, size_t n, const char *trace,
   }
   fprintf(f, "<text x=\"%d\" y=\"16\" text-anchor=\"end\" class=\"ax\">%s</text>\n", PAD_L - 4,
           grt_format_bytes(ymax, top, sizeof top));
+  uint64_t half = log_scale ? (uint64_t)(pow(1.0 + (double)ymax, 0.5) - 1.0) : ymax / 2; /* the middle line's value */
   fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" class=\"ax\">%s</text>\n", PAD_L - 4, 10 + (y0 - 10) / 2 + 4,
-          grt_format_bytes(ymax / 2, mid, sizeof mid));
+          grt_format_bytes(half, mid, sizeof mid));
   fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" class=\"ax\">0</text>\n", PAD_L - 4, y0);
   fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"ax\">event 0</text>\n", PAD_L, PLOT_H - 8);
   fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" class=\"ax\">%" PRIu64 "</text>\n", PLOT_W - 10, PLOT_H - 8,
           xmax);
   for (size_t i = 0; i < n; i++)
-    if (!strcmp(runs[i].trace, trace)) polyline(f, &runs[i], i, m, ymax, xmax);
+    if (!strcmp(runs[i].trace, trace)) polyline(f, &runs[i], i, policy_index(runs, i), m, ymax, xmax, log_scale);
   fprintf(f, "</svg>\n");
 }
 
@@ -134,7 +168,7 @@ static void summary_table(FILE *f, const grt_html_run *runs, size_t n) {
     char a[32], b[32], c[32];
     fprintf(f, "<tr><td>");
     esc(f, r->trace);
-    fprintf(f, "</td><td><span class=\"sw\" style=\"background:%s\"></span>", palette[i % N_COLORS]);
+    fprintf(f, "</td><td><span class=\"sw\" style=\"background:%s\"></span>", palette[policy_index(runs, i) % N_COLORS]);
     esc(f, r->policy);
     fprintf(f, "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td>", s->events,
             grt_format_bytes(s->peak_reserved, a, sizeof a), grt_format_bytes(s->peak_allocated, b, sizeof b),
@@ -161,11 +195,17 @@ static const char *const style =
     ".sw{display:inline-block;width:10px;height:10px;margin-right:6px}.legend span{margin-right:14px}"
     ".map p{margin:8px 0 2px;color:#444}";
 
+/* Every policy once, in page order; trace NULL: the page's own legend, with a checkbox per policy. */
 static void legend(FILE *f, const grt_html_run *runs, size_t n, const char *trace) {
-  fprintf(f, "<p class=\"legend\">");
+  fprintf(f, "<p class=\"legend\"%s>", trace ? "" : " id=\"legend\"");
   for (size_t i = 0; i < n; i++) {
-    if (strcmp(runs[i].trace, trace)) continue;
-    fprintf(f, "<span><span class=\"sw\" style=\"background:%s\"></span>", palette[i % N_COLORS]);
+    size_t k = policy_index(runs, i);
+    bool again = false;
+    for (size_t j = 0; j < i && !again; j++) again = policy_index(runs, j) == k && (!trace || !strcmp(runs[j].trace, trace));
+    if (again || (trace && strcmp(runs[i].trace, trace))) continue;
+    fprintf(f, "<span>");
+    if (!trace) fprintf(f, "<input type=\"checkbox\" checked id=\"toggle-p%zu\" data-policy=\"p%zu\">", k, k);
+    fprintf(f, "<span class=\"sw\" style=\"background:%s\"></span>", palette[k % N_COLORS]);
     esc(f, runs[i].policy);
     fprintf(f, "</span>");
   }
@@ -206,6 +246,8 @@ grt_status grt_html_write_report(FILE *f, const char *title, const grt_html_run 
              "<span class=\"sw\" style=\"background:#3b6fb6\"></span>allocated "
              "<span class=\"sw\" style=\"background:#f0a030\"></span>pending free "
              "<span class=\"sw\" style=\"background:#dde3ea\"></span>free (cached).</p>\n");
+  fprintf(f, "<p>Policies (one colour each on the whole page; uncheck to hide):</p>\n");
+  legend(f, runs, n_runs, NULL);
   size_t trace_index = 0;
   for (size_t i = 0; i < n_runs; i++) {
     bool seen = false;
@@ -216,7 +258,10 @@ grt_status grt_html_write_report(FILE *f, const char *title, const grt_html_run 
   /* the headless-browser check: count plot lines that have a rendered extent */
   fprintf(f, "<script>(function(){var n=0;document.querySelectorAll('polyline.series').forEach(function(p){"
              "var b=p.getBBox();if(p.points.numberOfItems>0&&(b.width>0||b.height>0))n++;});"
-             "document.body.setAttribute('data-plots-drawn',String(n));})();</script>\n</body></html>\n");
+             "document.body.setAttribute('data-plots-drawn',String(n));"
+             "document.querySelectorAll('#legend input').forEach(function(c){c.addEventListener('change',function(){"
+             "document.querySelectorAll('polyline.'+c.dataset.policy).forEach(function(p){"
+             "p.style.display=c.checked?'':'none';});});});})();</script>\n</body></html>\n");
   return ferror(f) ? GRT_ERR_IO : GRT_OK;
 }
 
