@@ -73,7 +73,16 @@ static void test_page_contents(void **state) {
   assert_int_equal(count(page, "<h2>second</h2>"), 1); /* one section per trace, whatever the run order */
   assert_non_null(strstr(page, "id=\"plot-reserved-0\""));
   assert_non_null(strstr(page, "id=\"plot-largest-free-1\""));
-  assert_int_equal(count(page, "class=\"series\""), 3 * 2); /* runs 0 and 1 have samples: 3 metrics each */
+  assert_int_equal(count(page, "class=\"series p"), 3 * 2); /* runs 0 and 1 have samples: 3 metrics each */
+  /* one colour and class per policy, in order of first appearance, and a toggle each in the page's legend */
+  assert_int_equal(count(page, "class=\"series p0\" fill=\"none\" stroke=\"#1f77b4\""), 3); /* caching */
+  assert_int_equal(count(page, "class=\"series p1\" fill=\"none\" stroke=\"#d62728\""), 3); /* naive */
+  for (int k = 0; k < 4; k++) {
+    char id[32];
+    snprintf(id, sizeof id, "id=\"toggle-p%d\"", k);
+    assert_int_equal(count(page, id), 1);
+  }
+  assert_null(strstr(page, "log scale")); /* no line dwarfs another here */
   assert_non_null(strstr(page, "id=\"line-allocated-1\""));
   assert_null(strstr(page, "id=\"line-reserved-2\""));
   assert_null(strstr(page, "id=\"line-reserved-3\""));
