@@ -92,7 +92,7 @@ static void polyline(FILE *f, const grt_html_run *r, size_t run_index, size_t po
 }
 
 static void plot(FILE *f, const grt_html_run *runs, size_t n, const char *trace, size_t trace_index, metric m) {
-  uint64_t ymax = 1, xmax = 1, second = 0;
+  uint64_t ymax = 0, xmax = 1, second = 0;
   for (size_t i = 0; i < n; i++) {
     if (strcmp(runs[i].trace, trace)) continue;
     if (runs[i].n_samples > xmax) xmax = runs[i].n_samples;
@@ -103,6 +103,7 @@ static void plot(FILE *f, const grt_html_run *runs, size_t n, const char *trace,
     else if (peak > second) second = peak;
   }
   bool log_scale = second > 0 && (double)ymax > LOG_RATIO * (double)second;
+  if (!ymax) ymax = 1;
   char top[32], mid[32];
   fprintf(f, "<h3>%s%s</h3>\n<svg id=\"plot-%s-%zu\" class=\"plot%s\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
           metric_title[m], log_scale ? " (log scale: one policy's line dwarfs the others)" : "", metric_id[m],
