@@ -4,25 +4,11 @@
 // plot one policy dwarfs is on a log scale; no console error, no request.
 // Saves a screenshot into OUTDIR.
 //   node tests/browser/compare.mjs COMPARE.html OUTDIR [CHROMIUM]
-import { chromium } from "playwright-core";
-import { mkdirSync } from "node:fs";
-import { pathToFileURL } from "node:url";
+import { open } from "./session.mjs";
 
-const [page_path, outdir, exe = "/usr/bin/chromium"] = process.argv.slice(2);
-if (!page_path || !outdir) {
-  console.error("usage: node compare.mjs COMPARE.html OUTDIR [CHROMIUM]");
-  process.exit(2);
-}
-mkdirSync(outdir, { recursive: true });
-const fail = (msg) => { console.error("compare.mjs: " + msg); process.exitCode = 1; };
-const browser = await chromium.launch({ executablePath: exe, args: ["--no-sandbox", "--disable-gpu"] });
+const { browser, page, url, outdir, fail, finish } = await open("compare.mjs");
 try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const errors = [], requests = [];
-  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
-  page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("request", (r) => { if (!r.url().startsWith("file:")) requests.push(r.url()); });
-  await page.goto(pathToFileURL(page_path).href);
+  await page.goto(url);
   const colours = await page.$$eval("polyline.series", (ls) => {
     const by = {};
     for (const l of ls) {
@@ -44,8 +30,7 @@ try {
   await page.click("#toggle-" + policies[0]);
   const hidden = await page.$$eval("polyline." + policies[0], (ls) => ls.every((l) => l.style.display === "none"));
   if (!hidden) fail("unchecking " + policies[0] + " left its lines drawn");
-  if (errors.length) fail("console errors: " + errors.join(" | "));
-  if (requests.length) fail("network requests: " + requests.join(" "));
+  finish();
   console.log("compare.mjs: ok: " + policies.length + " policies, " + lines + " lines, " + logs + " log-scale plots");
 } finally {
   await browser.close();

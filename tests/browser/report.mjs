@@ -4,26 +4,10 @@
 // redrawing the segments, the figures' toggles; with no console error and
 // no network request. Saves screenshots into OUTDIR.
 //   node tests/browser/report.mjs REPORT.html OUTDIR [CHROMIUM]
-import { chromium } from "playwright-core";
-import { mkdirSync } from "node:fs";
-import { pathToFileURL } from "node:url";
+import { open } from "./session.mjs";
 
-const [page_path, outdir, exe = "/usr/bin/chromium"] = process.argv.slice(2);
-if (!page_path || !outdir) {
-  console.error("usage: node report.mjs REPORT.html OUTDIR [CHROMIUM]");
-  process.exit(2);
-}
-mkdirSync(outdir, { recursive: true });
-const fail = (msg) => { console.error("report.mjs: " + msg); process.exitCode = 1; };
-
-const browser = await chromium.launch({ executablePath: exe, args: ["--no-sandbox", "--disable-gpu"] });
+const { browser, page, url, path: page_path, outdir, fail, finish } = await open("report.mjs");
 try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const errors = [], requests = [];
-  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
-  page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("request", (r) => { if (!r.url().startsWith("file:") && !r.url().startsWith("data:")) requests.push(r.url()); });
-  const url = pathToFileURL(page_path).href;
   const t0 = Date.now();
   await page.goto(url);
   await page.waitForSelector("body[data-ready='1']", { timeout: 60000 });
@@ -82,8 +66,7 @@ try {
   await page.click("#show-allocated");
   if (await page.$eval("#show-allocated", (e) => e.checked)) fail("series toggle");
 
-  if (errors.length) fail("console errors: " + errors.join(" | "));
-  if (requests.length) fail("network requests: " + requests.join(" "));
+  finish();
   console.log("report.mjs: ok: " + page_path.split("/").pop() + " (" + loadMs + " ms to ready; state " + s0 +
               " -> " + s1 + ")");
 } finally {
