@@ -115,6 +115,37 @@ static void test_bad_setting(void **state) {
   assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
+/* A row's figures over time: reduced to the points asked for, each bucket's
+ * largest, and the same summary as its row. */
+static void test_series(void **state) {
+  (void)state;
+  grt_trace *t = load(trace_text);
+  grt_whatif_options o;
+  grt_whatif_options_default(&o);
+  o.capacity = 62 * GRT_MiB;
+  grt_whatif_row row = {.conf = ""};
+  assert_int_equal(grt_whatif_run(t, &o, &row, 1), GRT_OK);
+  grt_replay_sample *s;
+  size_t n;
+  grt_replay_summary sum;
+  assert_int_equal(grt_whatif_series(t, &o, "", 4, &s, &n, &sum), GRT_OK);
+  assert_int_equal(n, 4); /* 11 events in 4 buckets */
+  assert_int_equal(sum.peak_reserved, row.peak_reserved);
+  uint64_t top = 0;
+  for (size_t i = 0; i < n; i++) top = s[i].reserved > top ? s[i].reserved : top;
+  assert_int_equal(top, row.peak_reserved); /* the peak survives the reduction */
+  free(s);
+  assert_int_equal(grt_whatif_series(t, &o, "", 1000, &s, &n, &sum), GRT_OK);
+  assert_int_equal(n, 11); /* fewer events than points: one each */
+  free(s);
+  assert_int_equal(grt_whatif_series(t, &o, "bogus:1", 4, &s, &n, &sum), GRT_ERR_PARSE);
+  assert_null(s);
+  assert_int_equal(n, 0);
+  assert_int_equal(grt_whatif_series(t, &o, "", 0, &s, &n, &sum), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_whatif_series(NULL, &o, "", 4, &s, &n, &sum), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
+}
+
 static grt_trace *load_gpu(const char *file) {
   char path[1024];
   snprintf(path, sizeof path, "%s/gpu/%s", GRT_TEST_DATA_DIR, file);
@@ -154,6 +185,7 @@ int main(void) {
       cmocka_unit_test(test_figures),
       cmocka_unit_test(test_bad_setting),
       cmocka_unit_test(test_prediction_matches_gpu),
+      cmocka_unit_test(test_series),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,5 +45,9 @@ head -n 41 "$work/a.trace" > "$work/b.trace"
 "$gpurt" compare "$work/a.trace" "$work/b.trace" --policies naive,caching,bump --html "$work/compare.html" \
   >/dev/null || { echo "FAIL: gpurt compare --html"; status=1; }
 timeout 180 node "$here/browser/compare.mjs" "$work/compare.html" "$shots/compare" "$browser" || status=1
-[ $status -eq 0 ] && echo "test_report_browser: ok (${#snapshots[@]} reports, a compare page)"
+# whatif's page: the settings as the lines, one colour each
+"$gpurt" whatif "$here/data/gpu/gpurt_transformer_snapshot.pickle" --html "$work/whatif.html" >/dev/null ||
+  { echo "FAIL: gpurt whatif --html"; status=1; }
+timeout 180 node "$here/browser/compare.mjs" "$work/whatif.html" "$shots/whatif" "$browser" || status=1
+[ $status -eq 0 ] && echo "test_report_browser: ok (${#snapshots[@]} reports, a compare page, a whatif page)"
 exit $status

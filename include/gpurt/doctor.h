@@ -67,6 +67,16 @@ GRT_API GRT_MUST_CHECK grt_status grt_whatif_run(const grt_trace *trace, const g
 
 GRT_API void grt_whatif_free(grt_whatif_row *rows);
 
+/* One setting replayed as a row is (grt_whatif_run), its per-event figures
+ * kept: at most max_points samples (max_points >= 1), each the largest
+ * value of its run of events, so a peak is never averaged away; *summary
+ * gets the replay's summary. *samples is freed with free(); it is NULL and
+ * *n 0 after a failure. GRT_ERR_PARSE when the settings do not parse. */
+GRT_API GRT_MUST_CHECK grt_status grt_whatif_series(const grt_trace *trace, const grt_whatif_options *o,
+                                                    const char *conf, size_t max_points,
+                                                    grt_replay_sample **samples, size_t *n,
+                                                    grt_replay_summary *summary);
+
 /* ---- the diagnosis: what the recorded run held, and why it failed ---- */
 
 typedef enum grt_doctor_verdict {

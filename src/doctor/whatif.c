@@ -125,6 +125,59 @@ static void run_row(const grt_trace *t, const grt_whatif_options *o, grt_whatif_
   if (o->search && grt_replay_min_capacity(t, &c, 0, &cap, NULL) == GRT_OK) row->min_capacity = cap;
 }
 
+/* ---- one row's figures over time ---- */
+
+static void reduce(const grt_replay_sample *in, size_t n, size_t max_points, grt_replay_sample *out, size_t *n_out) {
+  size_t buckets = n < max_points ? n : max_points;
+  for (size_t b = 0; b < buckets; b++) {
+    size_t lo = b * n / buckets, hi = (b + 1) * n / buckets;
+    grt_replay_sample m = in[lo];
+    for (size_t i = lo + 1; i < hi; i++) {
+      const grt_replay_sample *x = &in[i];
+      if (x->reserved > m.reserved) m.reserved = x->reserved;
+      if (x->allocated > m.allocated) m.allocated = x->allocated;
+      if (x->requested > m.requested) m.requested = x->requested;
+      if (x->active > m.active) m.active = x->active;
+      if (x->cached > m.cached) m.cached = x->cached;
+      if (x->largest_free > m.largest_free) m.largest_free = x->largest_free;
+      if (x->live > m.live) m.live = x->live;
+      if (x->fragmentation > m.fragmentation) m.fragmentation = x->fragmentation;
+      m.device_mallocs = x->device_mallocs, m.device_frees = x->device_frees; /* cumulative: the last */
+    }
+    out[b] = m;
+  }
+  *n_out = buckets;
+}
+
+grt_status grt_whatif_series(const grt_trace *trace, const grt_whatif_options *o, const char *conf, size_t max_points,
+                             grt_replay_sample **samples, size_t *n, grt_replay_summary *summary) {
+  if (!trace || !o || !conf || !max_points || !samples || !n || !summary) return GRT_ERR_INVALID_ARG;
+  *samples = NULL;
+  *n = 0;
+  grt_replay_config c;
+  config_of(o, conf, &c);
+  c.record_series = true;
+  grt_replay *r;
+  grt_status st = grt_replay_open(trace, &c, &r);
+  if (st) return st;
+  const grt_replay_sample *all = NULL;
+  size_t n_all = 0;
+  if (!(st = grt_replay_prefill_start(r))) st = grt_replay_run(r);
+  if (!st) st = grt_replay_get_summary(r, summary);
+  if (!st) st = grt_replay_series(r, &all, &n_all);
+  grt_replay_sample *out = NULL;
+  if (!st && !(out = malloc((n_all < max_points ? n_all : max_points) * sizeof *out + 1))) st = GRT_ERR_NOMEM;
+  if (!st) reduce(all, n_all, max_points, out, n);
+  grt__keep_first(&st, grt_replay_destroy(r));
+  if (st) {
+    free(out);
+    *n = 0;
+    return st;
+  }
+  *samples = out;
+  return GRT_OK;
+}
+
 /* ---- threads ---- */
 
 typedef struct pool {

@@ -44,6 +44,21 @@ try {
     if (before === after) console.log("report.mjs: note: zoom drew the same band count (" + before + ")");
   }
 
+  // the recorded-time axis, where the snapshot has times: the bands redraw and still answer a hover
+  if (await page.evaluate(() => !!window.gpurtReport.data.times)) {
+    await page.selectOption("#axis", "time");
+    const p2 = await page.evaluate(() => window.gpurtReport.probe());
+    if (!p2) fail("no band at the peak on the time axis");
+    else {
+      await page.mouse.move(p2.x, p2.y);
+      const tip = await page.textContent("#tip");
+      const want = p2.frames.length ? p2.frames[0] : "(no frames recorded)";
+      if (!tip.includes(want)) fail("time axis: tooltip lacks the band's stack: " + tip);
+      await page.screenshot({ path: outdir + "/timeline-time.png", clip: await tl.boundingBox() });
+    }
+    await page.selectOption("#axis", "event");
+  }
+
   // the state view: the first event and the peak draw different allocator states
   const segs = await page.$("#segs");
   await segs.scrollIntoViewIfNeeded();

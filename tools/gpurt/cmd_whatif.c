@@ -17,7 +17,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: gpurt whatif SNAPSHOT [--capacity BYTES] [--goal no-oom|min-reserved|min-syncs]\n"
           "                    [--device N] [--device-model paged|contiguous] [--search] [--threads N]\n"
-          "                    [--json | --csv] [--fail-on-oom]\n\n"
+          "                    [--json | --csv] [--fail-on-oom] [--html FILE]\n\n"
           "Replays a PyTorch snapshot under every PYTORCH_CUDA_ALLOC_CONF setting worth trying (fitted to the\n"
           "trace's sizes), applied over the snapshot's own settings, at the capacity asked about, and prints\n"
           "one table: the recorded run first, then the settings sorted by the goal (default no-oom).\n\n"
@@ -26,11 +26,13 @@ static void usage(FILE *f) {
           "  --search          also each setting's smallest capacity with zero OOMs (about 20 replays more)\n"
           "  --threads N       replays in parallel (default: one per CPU)\n"
           "  --fail-on-oom     exit 3 when the best setting still OOMs at the capacity\n"
+          "  --html FILE       a page of the table's first 7 settings and the recorded ones over time, one\n"
+          "                    colour each (reserved, allocated, largest free block)\n"
           "Every figure comes from a replay by the caching policy on the simulated device named in the\n"
           "header, starting with what was live when recording began allocated under each setting.\n");
 }
 
-enum { WI_CAPACITY = 256, WI_GOAL, WI_DEVICE, WI_DEVICE_MODEL, WI_SEARCH, WI_THREADS, WI_JSON, WI_CSV, WI_FAIL };
+enum { WI_CAPACITY = 256, WI_GOAL, WI_DEVICE, WI_DEVICE_MODEL, WI_SEARCH, WI_THREADS, WI_JSON, WI_CSV, WI_FAIL, WI_HTML };
 
 static const struct option whatif_options[] = {
     {"capacity", required_argument, NULL, WI_CAPACITY},
@@ -42,6 +44,7 @@ static const struct option whatif_options[] = {
     {"json", no_argument, NULL, WI_JSON},
     {"csv", no_argument, NULL, WI_CSV},
     {"fail-on-oom", no_argument, NULL, WI_FAIL},
+    {"html", required_argument, NULL, WI_HTML},
     CLI_OPT_HELP_ENTRY,
     {NULL, 0, NULL, 0},
 };
@@ -67,6 +70,7 @@ static bool whatif_arg(const cli_opts *p, int c, cli_whatif_args *a) {
   case WI_JSON: a->json = true; return true;
   case WI_CSV: a->csv = true; return true;
   case WI_FAIL: a->fail_on_oom = true; return true;
+  case WI_HTML: a->html = p->arg; return true;
   case CLI_OPT_POSITIONAL:
     if (a->path) {
       cli_opts_fail(p, "one snapshot at a time");

@@ -11,6 +11,7 @@
  *   series  the faithful replay's reserved, allocated and largest free block and
  *           its device mallocs, at most SERIES_POINTS points (each the largest of
  *           its events); the recorded reserved the page computes from segs
+ *   times   each event's recorded time in microseconds from the first, or null
  *   marks   the peak of live bytes, the OOMs, the device mallocs
  *   doctor  the verdict, the sites at the peak and the OOM, the contract
  *
@@ -160,6 +161,25 @@ static void write_series(FILE *f, const grt_replay_sample *s, size_t n) {
   fputs("},\n", f);
 }
 
+/* Each event's recorded time in microseconds from the first (never decreasing), or null when an event has none. */
+static void write_times(FILE *f, const grt_trace_info *in) {
+  bool timed = in->n_events > 0;
+  for (size_t i = 0; i < in->n_events && timed; i++) timed = (in->events[i].flags & GRT_TRACE_F_TIME) != 0;
+  if (!timed) {
+    fputs("\"times\":null,\n", f);
+    return;
+  }
+  int64_t t0 = in->events[0].time, last = 0;
+  fputs("\"times\":[", f);
+  for (size_t i = 0; i < in->n_events; i++) {
+    int64_t t = in->events[i].time - t0;
+    if (t < last) t = last; /* clocks step back across threads: keep the axis monotone */
+    fprintf(f, "%s%" PRId64, i ? "," : "", t);
+    last = t;
+  }
+  fputs("],\n", f);
+}
+
 static void write_marks(FILE *f, const grt_trace_info *in, const grt_doctor_report *rep) {
   fprintf(f, "\"marks\":{\"peak\":%" PRId64 ",\"ooms\":[", rep->peak.valid ? (int64_t)rep->peak.event : -1);
   size_t k = 0;
@@ -227,6 +247,7 @@ grt_status cli_report_data(FILE *f, const cli_report_input *x) {
   write_segments(f, &in);
   write_stacks(f, x->trace, in.n_stacks);
   write_series(f, x->samples, x->n_samples);
+  write_times(f, &in);
   write_marks(f, &in, x->doctor);
   write_doctor(f, x->doctor);
   fputs("}", f);

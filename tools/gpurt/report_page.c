@@ -54,6 +54,8 @@ grt_status cli_report_page(FILE *f, const cli_report_input *x) {
         "<p class=\"note\">Live allocations stacked in the order they were made, one colour per allocation site. "
         "Hover a band for its size, address, lifetime and stack; click pins it; the wheel zooms, a drag pans, a "
         "double click resets. Red: OOMs; violet: the peak of live bytes.</p>\n"
+        "<div class=\"controls\"><label>x axis <select id=\"axis\"><option value=\"event\">event index</option>"
+        "<option value=\"time\">recorded time</option></select></label></div>\n"
         "<canvas id=\"tl\"></canvas>\n"
         "<h2>Allocator state at an event (as recorded)</h2>\n"
         "<div class=\"controls\"><input type=\"range\" id=\"ev\" min=\"0\" value=\"0\" aria-label=\"event\">"

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli_status.h"
+#include "gpurt/html.h"
 #include "replay_run.h"
 #include "replay_util.h"
 
@@ -137,6 +138,43 @@ static void print_csv(const cli_whatif *w) {
   }
 }
 
+#define HTML_ROWS 8         /* settings drawn: the table's first ones, the recorded settings among them */
+#define HTML_POINTS 2400    /* samples kept per setting (each its events' largest) */
+
+/* --html: the first rows of the table and the recorded settings, one line each (gpurt/html.h). */
+static int write_html(const grt_trace *t, const cli_whatif *w, const cli_whatif_args *a) {
+  size_t pick[HTML_ROWS], k = 0;
+  for (size_t i = 0; i < w->n && k < HTML_ROWS - 1; i++)
+    if (!w->rows[i].status && w->rows[i].conf[0]) pick[k++] = i;
+  for (size_t i = 0; i < w->n; i++)
+    if (!w->rows[i].status && !w->rows[i].conf[0]) pick[k++] = i; /* the recorded settings, last */
+  grt_whatif_options o = a->o;
+  o.capacity = w->capacity;
+  grt_html_run runs[HTML_ROWS];
+  grt_replay_summary sums[HTML_ROWS];
+  grt_replay_sample *series[HTML_ROWS] = {0};
+  const char *name = cli_basename(a->path);
+  int rc = 0;
+  size_t n = 0;
+  for (; n < k && !rc; n++) {
+    const grt_whatif_row *r = &w->rows[pick[n]];
+    size_t ns = 0;
+    grt_status st = grt_whatif_series(t, &o, r->conf, HTML_POINTS, &series[n], &ns, &sums[n]);
+    if (st) rc = cli_fail_status("whatif", "grt_whatif_series", st, r->conf);
+    runs[n] = (grt_html_run){.trace = name, .policy = r->conf[0] ? r->conf : "(as recorded)", .summary = &sums[n],
+                             .samples = series[n], .n_samples = ns, .min_capacity = r->min_capacity};
+  }
+  if (!rc) {
+    char title[300];
+    snprintf(title, sizeof title, "gpurt whatif %s", name);
+    grt_status st = grt_html_save_report(a->html, title, runs, n);
+    if (st) rc = cli_fail_status("whatif", "grt_html_save_report", st, a->html);
+    else fprintf(a->json || a->csv ? stderr : stdout, "report: %s (%zu settings)\n", a->html, n);
+  }
+  for (size_t i = 0; i < n; i++) free(series[i]);
+  return rc;
+}
+
 int cli_whatif_loaded(const grt_trace *t, const cli_whatif_args *a) {
   cli_whatif w;
   int rc = cli_whatif_sweep(t, a, &w);
@@ -148,6 +186,10 @@ int cli_whatif_loaded(const grt_trace *t, const cli_whatif_args *a) {
   else
     print_table(&w, a, a->path);
   if (a->fail_on_oom && w.n && (w.rows[0].status || w.rows[0].ooms)) rc = 3;
+  if (a->html) {
+    int hrc = write_html(t, &w, a);
+    if (hrc) rc = hrc;
+  }
   cli_whatif_free(&w);
   return rc;
 }

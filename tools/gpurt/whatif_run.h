@@ -15,7 +15,7 @@ typedef struct cli_whatif_args {
   grt_whatif_options o;
   cli_whatif_goal goal;
   bool json, csv, fail_on_oom;
-  const char *html;           /* doctor --html: the page to write too */
+  const char *html;           /* --html: whatif's page of the settings, doctor's page of the snapshot */
 } cli_whatif_args;
 
 /* The sweep of a loaded snapshot: rows sorted by the goal, the capacity used

@@ -74,7 +74,17 @@
 
   // ---- the active memory timeline: live allocations stacked in the order they were made ----
   const order = A.map((_, i) => i).sort((x, y) => startOf(A[x]) - startOf(A[y]) || x - y);
-  const view = { v0: 0, v1: N, pinned: -1, hover: -1 };
+  // The x axis: event indices, or the recorded time where every event has one. v0..v1 are in the
+  // axis's unit; eventAt maps a position on it to the event in force there.
+  const T = D.times, TEND = T ? T[T.length - 1] + 1 : N;
+  const view = { v0: 0, v1: N, pinned: -1, hover: -1, time: false };
+  function eventAt(v) {
+    if (!view.time) return v;
+    let lo = 0, hi = T.length; // the last event at or before time v
+    while (lo < hi) { const m = (lo + hi) >> 1; if (T[m] <= v) lo = m + 1; else hi = m; }
+    return lo - 0.5;
+  }
+  const axisEnd = () => (view.time ? TEND : N);
 
   // The allocations live at event t, in the order they were made.
   function liveAt(t) {
@@ -92,10 +102,10 @@
     const stacks = new Array(cols);
     let ymax = 1, k = 0;
     const active = [];
-    const t0 = view.v0 + 0.5 * span / cols;
+    const t0 = eventAt(view.v0 + 0.5 * span / cols);
     for (; k < order.length && startOf(A[order[k]]) <= t0; k++) if (endOf(A[order[k]]) > t0) active.push(order[k]);
     for (let x = 0; x < cols; x++) { // a sweep: each column's live set from the last one's
-      const t = view.v0 + (x + 0.5) * span / cols;
+      const t = eventAt(view.v0 + (x + 0.5) * span / cols);
       for (; k < order.length && startOf(A[order[k]]) <= t; k++) active.push(order[k]);
       let total = 0, j = 0;
       for (const i of active) if (endOf(A[i]) > t) active[j++] = i, total += A[i][4];
@@ -117,12 +127,14 @@
     for (const o of D.marks.ooms) mark(g, o, "#cf222e", w, h);
     if (D.marks.peak >= 0) mark(g, D.marks.peak, "#8250df", w, h);
     g.fillStyle = "#57606a", g.font = "11px system-ui";
-    g.fillText(fmtBytes(ymax) + " live at most   events " + Math.floor(view.v0) + "-" + Math.ceil(view.v1), 4, 12);
+    g.fillText(fmtBytes(ymax) + " live at most   " + (view.time ? (view.v0 / 1e3).toFixed(1) + "-" +
+      (view.v1 / 1e3).toFixed(1) + " ms (recorded time)" : "events " + Math.floor(view.v0) + "-" + Math.ceil(view.v1)), 4, 12);
     c.dataset.drawnBands = drawn;
   }
   function mark(g, e, color, w, h) {
-    if (e < view.v0 || e > view.v1) return;
-    const x = (e - view.v0) / (view.v1 - view.v0) * w;
+    const v = view.time ? T[Math.min(e, T.length - 1)] : e;
+    if (v < view.v0 || v > view.v1) return;
+    const x = (v - view.v0) / (view.v1 - view.v0) * w;
     g.fillStyle = color, g.fillRect(x, 16, 1, h - 16);
   }
 
@@ -172,7 +184,7 @@
       const [x, y, w] = local(ev);
       if (drag) {
         const d = (drag.x - x) / w * (drag.v1 - drag.v0);
-        const s = Math.max(0, Math.min(N - (drag.v1 - drag.v0), drag.v0 + d));
+        const s = Math.max(0, Math.min(axisEnd() - (drag.v1 - drag.v0), drag.v0 + d));
         view.v0 = s, view.v1 = s + (drag.v1 - drag.v0);
         drawTimeline();
         return;
@@ -198,12 +210,19 @@
     c.addEventListener("wheel", (ev) => {
       ev.preventDefault();
       const [x, , w] = local(ev), at = view.v0 + x / w * (view.v1 - view.v0);
-      const f = ev.deltaY < 0 ? 0.8 : 1.25, span = Math.min(N, Math.max(8, (view.v1 - view.v0) * f));
-      view.v0 = Math.max(0, Math.min(N - span, at - (at - view.v0) * span / (view.v1 - view.v0)));
+      const f = ev.deltaY < 0 ? 0.8 : 1.25, span = Math.min(axisEnd(), Math.max(8, (view.v1 - view.v0) * f));
+      view.v0 = Math.max(0, Math.min(axisEnd() - span, at - (at - view.v0) * span / (view.v1 - view.v0)));
       view.v1 = view.v0 + span;
       drawTimeline();
     }, { passive: false });
-    c.addEventListener("dblclick", () => { view.v0 = 0, view.v1 = N; drawTimeline(); });
+    c.addEventListener("dblclick", () => { view.v0 = 0, view.v1 = axisEnd(); drawTimeline(); });
+    const axis = $("axis");
+    if (!T) { axis.disabled = true; axis.title = "the snapshot records no times"; }
+    axis.addEventListener("change", () => {
+      view.time = axis.value === "time" && !!T;
+      view.v0 = 0, view.v1 = axisEnd();
+      drawTimeline();
+    });
   }
 
   // ---- the allocator state at any event, as recorded ----
@@ -349,12 +368,14 @@
       g.stroke();
     }
     g.setLineDash([]);
+    g.fillStyle = "#cf222e"; // the recorded run's device mallocs, as ticks along the bottom
+    for (const m of D.marks.mallocs) g.fillRect(X(m), h - 4, 1, 4);
     const e = +$("ev").value;
     g.fillStyle = "#57606a", g.fillRect(X(e), 0, 1, h);
     g.font = "11px system-ui", g.fillText(fmtBytes(ymax), 4, 12);
     const mallocs = S.mallocs[S.mallocs.length - 1] || 0;
     $("fig-note").textContent = "device mallocs in the model: " + mallocs + "; in the recorded run: " +
-      D.marks.mallocs.length + "; the grey line is the state view's event";
+      D.marks.mallocs.length + " (red ticks); the grey line is the state view's event";
   }
   function legend() {
     const l = $("legend");
@@ -372,7 +393,8 @@
     probe() {
       const c = $("tl"), r = c.getBoundingClientRect();
       const e = D.marks.peak >= 0 ? D.marks.peak : Math.floor(N / 2);
-      const x = Math.min(view.cols - 1, Math.floor((e - view.v0) / (view.v1 - view.v0) * view.cols));
+      const v = view.time ? T[e] : e;
+      const x = Math.min(view.cols - 1, Math.floor((v - view.v0) / (view.v1 - view.v0) * view.cols));
       const sy = (view.h - 20) / view.ymax;
       let best = null;
       for (const [i, lo, hi] of bands(x))
