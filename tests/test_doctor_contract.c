@@ -253,6 +253,31 @@ static void test_retry_told_by_stack(void **state) {
   check_kept(&rep, GRT_CONTRACT_EMPTY_CACHE);
 }
 
+/* The same retry bounds the memory the process had: under 20 MiB reserved + the 40 MiB cudaMalloc
+ * refused, at least the 40 MiB held once it succeeded; an empty_cache's release bounds nothing. */
+static void test_device_full_bound(void **state) {
+  (void)state;
+  for (int empty = 0; empty < 2; empty++) {
+    text t;
+    uint64_t run = release_then_malloc(&t, empty ? 4 : 5, 2);
+    fputs("%segment 0x20000000 41943040 0 large 0\n%block 0x20000000 41943040 41943040 active_allocated\n", t.f);
+    assert_int_equal(fclose(t.f), 0);
+    grt_trace *tr = load(t.buf);
+    free(t.buf);
+    grt_trace_recorded rec;
+    assert_int_equal(grt_trace_recorded_figures(tr, &rec), GRT_OK);
+    assert_int_equal(rec.device_full_event, empty ? UINT64_MAX : run);
+    assert_int_equal(rec.device_full_below, empty ? 0 : 60 * GRT_MiB);
+    assert_int_equal(rec.device_full_held, empty ? 0 : 40 * GRT_MiB);
+    assert_int_equal(grt_trace_release_origin(tr, 4), GRT_RELEASE_EMPTY_CACHE);
+    assert_int_equal(grt_trace_release_origin(tr, 5), GRT_RELEASE_MALLOC);
+    assert_int_equal(grt_trace_release_origin(tr, 1), GRT_RELEASE_MALLOC); /* Python frames only */
+    assert_int_equal(grt_trace_release_origin(tr, 0), GRT_RELEASE_UNKNOWN);
+    assert_int_equal(grt_trace_release_origin(NULL, 5), GRT_RELEASE_UNKNOWN);
+    assert_int_equal(grt_trace_destroy(tr), GRT_OK);
+  }
+}
+
 /* The same release from an empty_cache's stack is one. */
 static void test_empty_cache_told_by_stack(void **state) {
   (void)state;
@@ -347,6 +372,7 @@ int main(void) {
       cmocka_unit_test(test_empty_cache_bursts),
       cmocka_unit_test(test_retry_told_by_stack),
       cmocka_unit_test(test_empty_cache_told_by_stack),
+      cmocka_unit_test(test_device_full_bound),
       cmocka_unit_test(test_oom),
       cmocka_unit_test(test_cross_stream_free),
       cmocka_unit_test(test_stream_stranding),

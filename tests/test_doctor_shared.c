@@ -78,6 +78,10 @@ static void check(const expect *x, const char *path) {
   assert_int_equal(f[GRT_CONTRACT_OOM_RETRIES].bytes, x->retry_bytes);
   assert_int_equal(f[GRT_CONTRACT_OOM_RETRIES].time_us, x->retry_us);
   assert_int_equal(f[GRT_CONTRACT_OOM_RETRIES].also, 0);
+  grt_trace_recorded rec; /* a retry recorded bounds the device */
+  assert_int_equal(grt_trace_recorded_figures(t, &rec), GRT_OK);
+  assert_int_equal(rec.device_full_event != UINT64_MAX, x->retries > 0);
+  if (x->retries) assert_int_equal(rec.device_full_event, f[GRT_CONTRACT_OOM_RETRIES].first_event);
   assert_int_equal(f[GRT_CONTRACT_CROSS_STREAM_FREES].outcome, GRT_CONTRACT_KEPT);
   assert_int_equal(f[GRT_CONTRACT_STREAM_STRANDING].outcome, GRT_CONTRACT_KEPT);
   assert_int_equal(f[GRT_CONTRACT_STREAM_STRANDING].count, 1);

@@ -208,7 +208,26 @@ typedef struct grt_trace_recorded {
   uint64_t unmatched_frees;                  /* frees of blocks allocated before recording began */
   bool partial;                              /* memory was live at the start (history ring buffer wrapped,
                                                 or recording began mid-run) */
+  uint64_t device_full_event;                /* the first release a malloc made because cudaMalloc failed
+                                                (its stack says so; the retried cudaMalloc follows it):
+                                                the device was full there. UINT64_MAX: none */
+  uint64_t device_full_below;                /* there: reserved + that cudaMalloc's size, more than the
+                                                process could have had (0: none) */
+  uint64_t device_full_held;                 /* and what it held once the retry succeeded: reserved less the
+                                                release plus that size, at most what it could have had */
 } grt_trace_recorded;
+
+/* What a release run's first event's stack says made it (grt_trace_release_origin). */
+typedef enum grt_release_origin {
+  GRT_RELEASE_UNKNOWN = 0,      /* no stack, or one that names neither */
+  GRT_RELEASE_EMPTY_CACHE,      /* emptyCache (C++) or torch/cuda/memory.py's empty_cache */
+  GRT_RELEASE_MALLOC            /* a malloc's release path: DeviceCachingAllocator::malloc, or Python frames
+                                   only (the allocating code's) */
+} grt_release_origin;
+
+/* PyTorch logs a segment free with the context of the call that freed it:
+ * what made the release whose first event has this stack. */
+GRT_API grt_release_origin grt_trace_release_origin(const grt_trace *trace, uint32_t stack);
 
 GRT_API GRT_MUST_CHECK grt_status grt_trace_recorded_figures(const grt_trace *trace, grt_trace_recorded *out);
 

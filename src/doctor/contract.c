@@ -61,26 +61,13 @@ static void occur(grt__contract *c, grt_contract_rule rule, uint64_t index, uint
   f->time_us += us;
 }
 
-static bool ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), k = strlen(suffix);
-  return n >= k && !memcmp(s + n - k, suffix, k);
-}
-
 /* What a release run's first event's stack says it came from. */
 static int release_origin(const grt__contract *c, uint64_t index) {
-  const grt_trace_frame *f;
-  size_t n;
-  uint32_t stack = stack_of(c, index);
-  if (!stack || grt_trace_stack(c->trace, stack, &f, &n) || !n) return GRT__RUN_OTHER;
-  bool native = false;
-  for (size_t i = 0; i < n; i++) {
-    const char *name = f[i].name, *file = f[i].filename;
-    if (strstr(name, "emptyCache") || (!strcmp(name, "empty_cache") && ends_with(file, "cuda/memory.py")))
-      return GRT__RUN_EMPTY_CACHE;
-    if (strstr(name, "DeviceCachingAllocator::malloc")) return GRT__RUN_RETRY;
-    native = native || !ends_with(file, ".py");
+  switch (grt_trace_release_origin(c->trace, stack_of(c, index))) {
+    case GRT_RELEASE_EMPTY_CACHE: return GRT__RUN_EMPTY_CACHE;
+    case GRT_RELEASE_MALLOC: return GRT__RUN_RETRY;
+    default: return GRT__RUN_OTHER;
   }
-  return native ? GRT__RUN_OTHER : GRT__RUN_RETRY; /* Python frames only: the allocating code's */
 }
 
 static bool steady(const grt__contract *c, uint64_t index) {

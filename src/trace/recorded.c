@@ -3,7 +3,9 @@
  * start, at their peaks and at the end, and the device calls PyTorch made.
  * The start follows backwards from the end: every segment event and every
  * alloc/free_completed in the trace moved the totals by its size, so what
- * was there before the first event is the end minus those moves. */
+ * was there before the first event is the end minus those moves. A release
+ * a malloc made on a full device (its stack says so, and the retried
+ * cudaMalloc follows it) bounds the memory the process had. */
 #include <string.h>
 
 #include "trace/trace_impl.h"
@@ -39,6 +41,45 @@ static void moves(const grt_trace_event *e, int64_t *reserved, int64_t *requeste
 
 static uint64_t clamp(int64_t v) { return v < 0 ? 0 : (uint64_t)v; }
 
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && !memcmp(s + n - k, suffix, k);
+}
+
+grt_release_origin grt_trace_release_origin(const grt_trace *t, uint32_t stack) {
+  const grt_trace_frame *f;
+  size_t n;
+  if (!t || !stack || grt_trace_stack(t, stack, &f, &n) || !n) return GRT_RELEASE_UNKNOWN;
+  bool native = false;
+  for (size_t i = 0; i < n; i++) {
+    const char *name = f[i].name, *file = f[i].filename;
+    if (strstr(name, "emptyCache") || (!strcmp(name, "empty_cache") && ends_with(file, "cuda/memory.py")))
+      return GRT_RELEASE_EMPTY_CACHE;
+    if (strstr(name, "DeviceCachingAllocator::malloc")) return GRT_RELEASE_MALLOC;
+    native = native || !ends_with(file, ".py");
+  }
+  return native ? GRT_RELEASE_UNKNOWN : GRT_RELEASE_MALLOC; /* Python frames only: the allocating code's */
+}
+
+static bool is_release(const grt_trace_event *e) {
+  return e->kind == GRT_TRACE_SEGMENT_FREE || e->kind == GRT_TRACE_SEGMENT_UNMAP;
+}
+
+/* Whether the release run starting at i was a malloc's on a full device; *size: the cudaMalloc retried
+ * after it, *freed: what the run gave back. */
+static bool device_full_at(const grt_trace *t, size_t i, uint64_t *size, uint64_t *freed) {
+  if (!t->event_stack || (i && is_release(&t->events[i - 1]))) return false;
+  if (grt_trace_release_origin(t, t->event_stack[i]) != GRT_RELEASE_MALLOC) return false;
+  size_t j = i;
+  *freed = 0;
+  while (j < t->n_events && is_release(&t->events[j])) *freed += t->events[j++].size;
+  if (j == t->n_events) return false;
+  const grt_trace_event *next = &t->events[j];
+  if (next->kind != GRT_TRACE_SEGMENT_ALLOC && next->kind != GRT_TRACE_SEGMENT_MAP) return false;
+  *size = next->size;
+  return true;
+}
+
 grt_status grt_trace_recorded_figures(const grt_trace *t, grt_trace_recorded *out) {
   if (!t || !out) return GRT_ERR_INVALID_ARG;
   memset(out, 0, sizeof *out);
@@ -57,8 +98,15 @@ grt_status grt_trace_recorded_figures(const grt_trace *t, grt_trace_recorded *ou
   int64_t reserved = (int64_t)out->reserved_end - net_reserved, requested = (int64_t)out->requested_end - net_requested;
   out->reserved_start = out->reserved_peak = clamp(reserved);
   out->requested_start = out->requested_peak = clamp(requested);
+  out->device_full_event = UINT64_MAX;
   for (size_t i = 0; i < t->n_events; i++) {
     const grt_trace_event *e = &t->events[i];
+    uint64_t retried, freed;
+    if (is_release(e) && out->device_full_event == UINT64_MAX && device_full_at(t, i, &retried, &freed)) {
+      out->device_full_event = i;
+      out->device_full_below = clamp(reserved) + retried;
+      out->device_full_held = clamp(reserved) - (freed < clamp(reserved) ? freed : clamp(reserved)) + retried;
+    }
     /* at an oom PyTorch held `reserved` and the device had addr bytes free: the process's memory */
     if (e->kind == GRT_TRACE_OOM && (e->flags & GRT_TRACE_F_ADDR) && !out->device_memory)
       out->device_memory = clamp(reserved) + e->addr;

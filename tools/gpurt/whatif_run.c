@@ -42,6 +42,16 @@ int cli_whatif_sweep(const grt_trace *t, const cli_whatif_args *a, cli_whatif *w
   if (!o.capacity && w->rec.device_memory) {
     o.capacity = w->rec.device_memory;
     w->capacity_from = "the snapshot's first OOM (reserved + free then)";
+  } else if (!o.capacity && w->rec.device_full_below > 4 * GRT_MiB) {
+    /* a page less than what cudaMalloc was refused: the run's own retry happens again */
+    char b[2][32];
+    o.capacity = (w->rec.device_full_below - 1) / (2 * GRT_MiB) * (2 * GRT_MiB);
+    snprintf(w->capacity_note, sizeof w->capacity_note, "a page under what the device refused at event %" PRIu64
+             " (the process could hold less than %s, and held %s)", w->rec.device_full_event,
+             grt_format_bytes(w->rec.device_full_below, b[0], sizeof b[0]),
+             grt_format_bytes(w->rec.device_full_held > w->rec.reserved_peak ? w->rec.device_full_held
+                                                                             : w->rec.reserved_peak, b[1], sizeof b[1]));
+    w->capacity_from = w->capacity_note;
   } else if (!o.capacity) {
     w->capacity_from = "none recorded: unbounded (give --capacity)";
   }

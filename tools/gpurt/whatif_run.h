@@ -25,7 +25,8 @@ typedef struct cli_whatif {
   grt_whatif_row *rows;
   size_t n;
   uint64_t capacity;
-  const char *capacity_from; /* "--capacity", "the snapshot's first OOM", "none: unbounded" */
+  const char *capacity_from; /* "--capacity", "the snapshot's first OOM", "none: unbounded", or capacity_note */
+  char capacity_note[160];   /* where the device was full (a retry recorded) */
   grt_trace_recorded rec;
   cli_whatif_goal goal;      /* what the rows are sorted by */
 } cli_whatif;
