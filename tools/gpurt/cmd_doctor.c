@@ -25,7 +25,8 @@ static void usage(FILE *f) {
           "at the peak and at the first OOM, from the faithful replay), the segments live blocks pin, the\n"
           "runtime contract's rules the recorded run kept or broke (docs/RUNTIME_CONTRACT.md), and\n"
           "the PYTORCH_CUDA_ALLOC_CONF that would have done best at the capacity (default: the memory the\n"
-          "snapshot shows the process had at its first OOM), with what it saves (the `gpurt whatif` sweep).\n"
+          "snapshot shows the process had at its first OOM, or under what a full device refused), with what\n"
+          "it saves (the `gpurt whatif` sweep).\n"
           "  --fail-on-oom     exit 3 when the snapshot's own settings OOM at the capacity\n"
           "  --html FILE       also write the snapshot's page (gpurt report: timeline, state, figures)\n");
 }
