@@ -70,6 +70,11 @@ static double y_of(uint64_t v, uint64_t ymax, bool log_scale) {
   return 10 + (double)(PLOT_H - PAD_B - 10) * (1.0 - frac);
 }
 
+/* The events a run's samples span: one each, or more where the series was reduced (summary->events). */
+static uint64_t span_of(const grt_html_run *r) {
+  return r->summary->events > r->n_samples ? r->summary->events : r->n_samples;
+}
+
 static void polyline(FILE *f, const grt_html_run *r, size_t run_index, size_t policy, metric m, uint64_t ymax,
                      uint64_t xmax, bool log_scale) {
   if (!r->samples || !r->n_samples) return;
@@ -82,7 +87,8 @@ static void polyline(FILE *f, const grt_html_run *r, size_t run_index, size_t po
     uint64_t v = 0;
     for (size_t i = lo; i < hi; i++)
       if (value(&r->samples[i], m) > v) v = value(&r->samples[i], m);
-    double x = PAD_L + (double)(PLOT_W - PAD_L - 10) * (double)lo / (double)(xmax ? xmax : 1);
+    double at = (double)lo / (double)n * (double)span_of(r); /* the event the bucket starts at */
+    double x = PAD_L + (double)(PLOT_W - PAD_L - 10) * at / (double)(xmax ? xmax : 1);
     double y = y_of(v, ymax, log_scale);
     fprintf(f, "%s%.1f,%.1f", b ? " " : "", x, y);
   }
@@ -95,7 +101,7 @@ static void plot(FILE *f, const grt_html_run *runs, size_t n, const char *trace,
   uint64_t ymax = 0, xmax = 1, second = 0;
   for (size_t i = 0; i < n; i++) {
     if (strcmp(runs[i].trace, trace)) continue;
-    if (runs[i].n_samples > xmax) xmax = runs[i].n_samples;
+    if (runs[i].n_samples && span_of(&runs[i]) > xmax) xmax = span_of(&runs[i]);
     uint64_t peak = 0;
     for (size_t k = 0; k < runs[i].n_samples; k++)
       if (value(&runs[i].samples[k], m) > peak) peak = value(&runs[i].samples[k], m);
