@@ -120,6 +120,17 @@ static void test_page_contents(void **state) {
   free(many);
 }
 
+/* A series reduced to fewer samples than events (whatif --html) spans the run's events on the x axis. */
+static void test_reduced_series(void **state) {
+  (void)state;
+  grt_replay_sample few[3] = {{.reserved = 10}, {.reserved = 20}, {.reserved = 5}};
+  grt_replay_summary s = {.events = 1000};
+  grt_html_run run = {.trace = "t", .policy = "p", .summary = &s, .samples = few, .n_samples = 3};
+  char *page = render("reduced", &run, 1);
+  assert_non_null(strstr(page, "class=\"ax\">1000</text>"));
+  free(page);
+}
+
 static void test_page_errors(void **state) {
   (void)state;
   grt_replay_summary s = {0};
@@ -162,6 +173,7 @@ static void test_page_errors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_page_contents),
+      cmocka_unit_test(test_reduced_series),
       cmocka_unit_test(test_page_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
