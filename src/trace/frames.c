@@ -469,3 +469,21 @@ size_t grt_trace_frames_fold(const grt_trace_frame *frames, size_t n, size_t *ke
     }
   return count;
 }
+
+/* PyTorch logs a segment free with the context of the call that freed it:
+ * an empty_cache's stack names it, a malloc's release path names the
+ * allocator's malloc or, recorded with Python frames only, the allocating
+ * code alone. */
+grt_release_origin grt_trace_release_origin(const grt_trace *t, uint32_t stack) {
+  const grt_trace_frame *f;
+  size_t n;
+  if (!t || !stack || grt_trace_stack(t, stack, &f, &n) || !n) return GRT_RELEASE_UNKNOWN;
+  bool native = false;
+  for (size_t i = 0; i < n; i++) {
+    bool python_empty_cache = !strcmp(f[i].name, "empty_cache") && ends(f[i].filename, "cuda/memory.py");
+    if (strstr(f[i].name, "emptyCache") || python_empty_cache) return GRT_RELEASE_EMPTY_CACHE;
+    if (strstr(f[i].name, "DeviceCachingAllocator::malloc")) return GRT_RELEASE_MALLOC;
+    native = native || !is_python(&f[i]);
+  }
+  return native ? GRT_RELEASE_UNKNOWN : GRT_RELEASE_MALLOC;
+}

@@ -41,26 +41,6 @@ static void moves(const grt_trace_event *e, int64_t *reserved, int64_t *requeste
 
 static uint64_t clamp(int64_t v) { return v < 0 ? 0 : (uint64_t)v; }
 
-static bool ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), k = strlen(suffix);
-  return n >= k && !memcmp(s + n - k, suffix, k);
-}
-
-grt_release_origin grt_trace_release_origin(const grt_trace *t, uint32_t stack) {
-  const grt_trace_frame *f;
-  size_t n;
-  if (!t || !stack || grt_trace_stack(t, stack, &f, &n) || !n) return GRT_RELEASE_UNKNOWN;
-  bool native = false;
-  for (size_t i = 0; i < n; i++) {
-    const char *name = f[i].name, *file = f[i].filename;
-    if (strstr(name, "emptyCache") || (!strcmp(name, "empty_cache") && ends_with(file, "cuda/memory.py")))
-      return GRT_RELEASE_EMPTY_CACHE;
-    if (strstr(name, "DeviceCachingAllocator::malloc")) return GRT_RELEASE_MALLOC;
-    native = native || !ends_with(file, ".py");
-  }
-  return native ? GRT_RELEASE_UNKNOWN : GRT_RELEASE_MALLOC; /* Python frames only: the allocating code's */
-}
-
 static bool is_release(const grt_trace_event *e) {
   return e->kind == GRT_TRACE_SEGMENT_FREE || e->kind == GRT_TRACE_SEGMENT_UNMAP;
 }
