@@ -333,7 +333,7 @@ static int doctor_loaded(const grt_trace *t, const cli_whatif_args *a) {
   cli_whatif_free(&w);
   if (a->html) { /* after the screen; the page's line on stderr, so --json stays one object */
     fflush(stdout);
-    int hrc = cli_report_save("doctor", t, a->path, a->device, a->html, stderr);
+    int hrc = cli_report_save("doctor", t, &rep, a->path, a->device, a->html, stderr);
     if (hrc && (!rc || rc == 3)) rc = hrc;
   }
   return rc;

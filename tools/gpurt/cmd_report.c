@@ -49,12 +49,13 @@ static grt_status replay_series(const grt_trace *t, grt_replay **out, char *err,
   return st;
 }
 
-int cli_report_save(const char *cmd, const grt_trace *t, const char *snapshot, int device, const char *out,
-                    FILE *say) {
-  grt_doctor_report rep;
+int cli_report_save(const char *cmd, const grt_trace *t, const grt_doctor_report *examined, const char *snapshot,
+                    int device, const char *out, FILE *say) {
+  grt_doctor_report own;
   char err[512] = "";
-  grt_status st = grt_doctor_examine(t, &rep, err, sizeof err);
+  grt_status st = examined ? GRT_OK : grt_doctor_examine(t, &own, err, sizeof err);
   if (st) return fprintf(stderr, "gpurt %s: %s: %s (%s)\n", cmd, cli_basename(snapshot), err, grt_status_str(st)), 1;
+  const grt_doctor_report *rep = examined ? examined : &own;
   grt_replay *r = NULL;
   st = replay_series(t, &r, err, sizeof err);
   const grt_replay_sample *samples = NULL;
@@ -66,7 +67,7 @@ int cli_report_save(const char *cmd, const grt_trace *t, const char *snapshot, i
     rc = 1;
   } else {
     FILE *f = fopen(out, "w");
-    cli_report_input x = {t, cli_basename(snapshot), device, &rep, samples, n};
+    cli_report_input x = {t, cli_basename(snapshot), device, rep, samples, n};
     bool ok = f && !cli_report_page(f, &x);
     if (f && fclose(f)) ok = false;
     if (!ok) {
@@ -102,7 +103,7 @@ int grt_cmd_report(int argc, char **argv) {
   }
   grt_trace *t = cli_load_trace("report", a.path, a.device);
   if (!t) return 1;
-  int rc = cli_report_save("report", t, a.path, a.device, a.out, stdout);
+  int rc = cli_report_save("report", t, NULL, a.path, a.device, a.out, stdout);
   grt_status st = grt_trace_destroy(t);
   if (st && !rc) rc = cli_fail_status("report", "grt_trace_destroy", st, NULL);
   return rc;

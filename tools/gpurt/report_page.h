@@ -23,10 +23,10 @@ typedef struct cli_report_input {
 grt_status cli_report_data(FILE *f, const cli_report_input *x);
 /* The whole page. */
 grt_status cli_report_page(FILE *f, const cli_report_input *x);
-/* Examines and replays a loaded snapshot and writes its page to out,
- * printing "report: OUT" on say (`gpurt report`, `gpurt doctor --html`). 0
- * or the exit status, after a message naming cmd. */
-int cli_report_save(const char *cmd, const grt_trace *t, const char *snapshot, int device, const char *out,
-                    FILE *say);
+/* Examines (unless examined is given: `gpurt doctor --html` has) and
+ * replays a loaded snapshot and writes its page to out, printing "report:
+ * OUT" on say. 0 or the exit status, after a message naming cmd. */
+int cli_report_save(const char *cmd, const grt_trace *t, const grt_doctor_report *examined, const char *snapshot,
+                    int device, const char *out, FILE *say);
 
 #endif
