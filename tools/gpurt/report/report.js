@@ -86,16 +86,6 @@
   }
   const axisEnd = () => (view.time ? TEND : N);
 
-  // The allocations live at event t, in the order they were made.
-  function liveAt(t) {
-    const out = [];
-    for (const i of order) {
-      if (startOf(A[i]) > t) break;
-      if (endOf(A[i]) > t) out.push(i);
-    }
-    return out;
-  }
-
   function drawTimeline() {
     const c = $("tl"), { g, w, h } = sizeCanvas(c, 320);
     const cols = Math.max(1, Math.floor(w)), span = view.v1 - view.v0;
@@ -244,6 +234,7 @@
     }
     return rs;
   })();
+  const mapsPages = D.segs.ev.some((s) => s[1] >= 2); // an expandable trace: mapped pages, not segments
   function segmentsAt(e) {
     let rs = startRanges.slice();
     for (const [i, kind, a, n] of D.segs.ev) {
@@ -254,7 +245,7 @@
     const merged = []; // pages mapped next to each other are one expandable segment
     for (const r of rs) {
       const last = merged[merged.length - 1];
-      if (last && last[1] === r[0] && D.segs.ev.some((s) => s[1] >= 2)) last[1] = r[1];
+      if (last && last[1] === r[0] && mapsPages) last[1] = r[1];
       else merged.push(r.slice());
     }
     return merged;
