@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_status.h"
 #include "replay_run.h"
 #include "replay_timeline.h"
 #include "replay_util.h"
@@ -326,8 +327,14 @@ int grt_cmd_replay(int argc, char **argv) {
   o.search = a.search ? 1 : a.no_search ? 0 : -1;
   o.snapshots = html != NULL;
   cli_run run;
-  int rc = cli_run_trace(path, &o, &run);
-  if (rc) return rc;
+  /* --timeline reads the recorded events too: the trace is loaded once for both */
+  grt_trace *t = a.timeline ? cli_load_trace("replay", path, o.device) : NULL;
+  if (a.timeline && !t) return 1;
+  int rc = t ? cli_run_loaded(t, path, &o, &run) : cli_run_trace(path, &o, &run);
+  if (rc) {
+    if (t && grt_trace_destroy(t)) rc = 1; /* the run's failure is the one reported */
+    return rc;
+  }
   if (csv) {
     print_csv(&run);
   } else if (json) {
@@ -347,10 +354,12 @@ int grt_cmd_replay(int argc, char **argv) {
     if (!rc && !csv && !json) printf("\nreport: %s\n", html);
   }
   if (!rc && a.timeline) {
-    rc = cli_write_replay_timeline(a.timeline, path, o.device, &run);
+    rc = cli_write_replay_timeline(a.timeline, t, path, &run);
     if (!rc && !csv && !json) printf("timeline: %s\n", a.timeline);
   }
   if (!rc && a.fail_on_oom && run.sum.ooms) rc = 3;
   cli_run_free(&run);
+  grt_status dst = t ? grt_trace_destroy(t) : GRT_OK;
+  if (dst && !rc) rc = cli_fail_status("replay", "grt_trace_destroy", dst, NULL);
   return rc;
 }

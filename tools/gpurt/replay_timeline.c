@@ -72,9 +72,7 @@ static void recorded(FILE *f, const clock_of *c) {
   }
 }
 
-int cli_write_replay_timeline(const char *out, const char *path, int device, const cli_run *run) {
-  grt_trace *t = cli_load_trace("replay", path, device);
-  if (!t) return 1;
+int cli_write_replay_timeline(const char *out, const grt_trace *t, const char *path, const cli_run *run) {
   grt_trace_info in;
   int rc = grt_trace_get_info(t, &in) ? 1 : 0;
   FILE *f = rc ? NULL : fopen(out, "w");
@@ -107,6 +105,5 @@ int cli_write_replay_timeline(const char *out, const char *path, int device, con
       rc = 1;
     }
   }
-  if (grt_trace_destroy(t) && !rc) rc = 1;
   return rc;
 }

@@ -4,8 +4,8 @@
 
 #include "replay_run.h"
 
-/* Writes out from run (its series recorded) and the trace at path (loaded
- * again for its recorded events). 0, or 1 after a message. */
-int cli_write_replay_timeline(const char *out, const char *path, int device, const cli_run *run);
+/* Writes out from run (its series recorded) and the loaded trace it
+ * replayed (its recorded events); path names it. 0, or 1 after a message. */
+int cli_write_replay_timeline(const char *out, const grt_trace *t, const char *path, const cli_run *run);
 
 #endif
