@@ -81,7 +81,22 @@ void grt__pickle_free(grt__pickle *pk) {
   pk->reuse = NULL;
 }
 
-static grt_status nomem_status(vm *m);
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static grt_status fail(vm *m, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m->reason, m->reason_cap, fmt, ap);
+  va_end(ap);
+  return GRT_ERR_PARSE;
+}
+
+static grt_status nomem(vm *m) {
+  snprintf(m->reason, m->reason_cap, "out of host memory");
+  return GRT_ERR_NOMEM;
+}
+
 
 static bool is_container(const grt__pv *v) {
   return v->type == GRT__PV_LIST || v->type == GRT__PV_TUPLE || v->type == GRT__PV_DICT;
@@ -99,7 +114,7 @@ static grt_status release(vm *m, grt__pv *item) {
           size_t nc = m->cap_work ? m->cap_work : 64;
           while (nc < m->n_work + n) nc *= 2;
           grt__pv **p = realloc(m->work, nc * sizeof *p);
-          if (!p) return nomem_status(m);
+          if (!p) return nomem(m);
           m->work = p;
           m->cap_work = nc;
         }
@@ -115,24 +130,6 @@ static grt_status release(vm *m, grt__pv *item) {
     v = m->work[--m->n_work];
   }
 }
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static grt_status fail(vm *m, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(m->reason, m->reason_cap, fmt, ap);
-  va_end(ap);
-  return GRT_ERR_PARSE;
-}
-
-static grt_status nomem(vm *m) {
-  snprintf(m->reason, m->reason_cap, "out of host memory");
-  return GRT_ERR_NOMEM;
-}
-
-static grt_status nomem_status(vm *m) { return nomem(m); }
 
 static grt_status push(vm *m, grt__pv *v) {
   if (!v) return nomem(m);
