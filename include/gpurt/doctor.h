@@ -201,6 +201,22 @@ typedef struct grt_doctor_report {
 GRT_API GRT_MUST_CHECK grt_status grt_doctor_examine(const grt_trace *trace, grt_doctor_report *out, char *err,
                                                      size_t err_size);
 
+
+/* ---- the snapshot's page ---- */
+
+/* Writes one self-contained HTML page of a PyTorch snapshot to path (script
+ * and style inline: it opens offline): the doctor's verdict, sites and
+ * contract; every allocation as a band over time; the allocator's segments
+ * at any event; reserved, allocated and largest free block over time (the
+ * faithful replay beside the recorded run). `examined` (may be NULL: the
+ * trace is examined here) is the trace's grt_doctor_examine report; `name`
+ * titles the page; `device` is the device the trace was loaded for, said on
+ * the page. *events (may be NULL) gets the events drawn. err (may be NULL)
+ * gets the reason of a failure; a failed write may leave a partial file. */
+GRT_API GRT_MUST_CHECK grt_status grt_doctor_page_save(const grt_trace *trace, const grt_doctor_report *examined,
+                                                       const char *name, int device, const char *path,
+                                                       size_t *events, char *err, size_t err_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,9 @@
 #define GRT_TOOLS_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
+
+#include "gpurt/doctor.h"
 
 typedef struct grt_cli_command {
   const char *name;    /* "demo", "replay", ... */
@@ -21,6 +24,11 @@ int grt_cmd_whatif(int argc, char **argv);
 int grt_cmd_doctor(int argc, char **argv);
 int grt_cmd_diff(int argc, char **argv);
 int grt_cmd_report(int argc, char **argv);
+/* Writes a loaded snapshot's page to out (grt_doctor_page_save; `examined`
+ * may be NULL), printing "report: OUT" on say. 0 or the exit status, after
+ * a message naming cmd. */
+int cli_report_save(const char *cmd, const grt_trace *t, const grt_doctor_report *examined, const char *snapshot,
+                    int device, const char *out, FILE *say);
 
 /* Demos (tools/gpurt/demo_*.c). */
 int grt_demo_frag(int argc, char **argv);

@@ -14,7 +14,6 @@
 #include "gpurt/doctor.h"
 #include "replay_run.h"
 #include "replay_util.h"
-#include "report_page.h"
 #include "whatif_run.h"
 
 static void usage(FILE *f) {

@@ -1,7 +1,7 @@
 /* cmd_report.c — `gpurt report SNAPSHOT -o report.html`: one self-contained
  * page to look at: the doctor's verdict and sites first, then the live
  * allocations over time, the allocator's state at any event and the figures
- * over time (report_page.h). */
+ * over time (grt_doctor_page_save). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +9,6 @@
 #include "cli.h"
 #include "cli_opts.h"
 #include "cli_status.h"
-#include "report_page.h"
 #include "replay_util.h"
 
 static void usage(FILE *f) {
@@ -36,50 +35,14 @@ typedef struct report_args {
   int device;
 } report_args;
 
-/* The faithful replay's per-event figures. */
-static grt_status replay_series(const grt_trace *t, grt_replay **out, char *err, size_t err_size) {
-  grt_replay_config c;
-  grt_replay_config_default(&c);
-  c.placement = GRT_REPLAY_PLACE_RECORDED;
-  c.record_series = true;
-  grt_status st = grt_replay_open(t, &c, out);
-  if (st) return snprintf(err, err_size, "cannot create the replay"), st;
-  if (!(st = grt_replay_rebuild_start(*out))) st = grt_replay_run(*out);
-  if (st) snprintf(err, err_size, "%s", grt_replay_last_error(*out));
-  return st;
-}
-
 int cli_report_save(const char *cmd, const grt_trace *t, const grt_doctor_report *examined, const char *snapshot,
                     int device, const char *out, FILE *say) {
-  grt_doctor_report own;
   char err[512] = "";
-  grt_status st = examined ? GRT_OK : grt_doctor_examine(t, &own, err, sizeof err);
-  if (st) return fprintf(stderr, "gpurt %s: %s: %s (%s)\n", cmd, cli_basename(snapshot), err, grt_status_str(st)), 1;
-  const grt_doctor_report *rep = examined ? examined : &own;
-  grt_replay *r = NULL;
-  st = replay_series(t, &r, err, sizeof err);
-  const grt_replay_sample *samples = NULL;
   size_t n = 0;
-  if (!st) st = grt_replay_series(r, &samples, &n);
-  int rc = 0;
-  if (st) {
-    fprintf(stderr, "gpurt %s: %s: %s (%s)\n", cmd, cli_basename(snapshot), err, grt_status_str(st));
-    rc = 1;
-  } else {
-    FILE *f = fopen(out, "w");
-    cli_report_input x = {t, cli_basename(snapshot), device, rep, samples, n};
-    bool ok = f && !cli_report_page(f, &x);
-    if (f && fclose(f)) ok = false;
-    if (!ok) {
-      fprintf(stderr, "gpurt %s: cannot write %s\n", cmd, out);
-      rc = 1;
-    } else {
-      fprintf(say, "report: %s (%zu events)\n", out, n);
-    }
-  }
-  st = grt_replay_destroy(r);
-  if (st && !rc) rc = cli_fail_status(cmd, "grt_replay_destroy", st, NULL);
-  return rc;
+  grt_status st = grt_doctor_page_save(t, examined, cli_basename(snapshot), device, out, &n, err, sizeof err);
+  if (st) return fprintf(stderr, "gpurt %s: %s: %s (%s)\n", cmd, cli_basename(snapshot), err, grt_status_str(st)), 1;
+  fprintf(say, "report: %s (%zu events)\n", out, n);
+  return 0;
 }
 
 int grt_cmd_report(int argc, char **argv) {

@@ -1,5 +1,5 @@
-/* report_data.c — the data of `gpurt report`'s page, as one JSON object the
- * page's script reads (report_page.c wraps it):
+/* page_data.c — the data of a snapshot's page (grt_doctor_page_save), as one
+ * JSON object the page's script reads (page.c wraps it):
  *
  *   allocs  [start, requested, end, addr, size, stack] per allocation: event
  *           indices of its alloc, free_requested and free_completed (-1: before
@@ -24,7 +24,7 @@
 
 #include "base/json.h"
 #include "base/u64map.h"
-#include "report_page.h"
+#include "page_impl.h"
 
 #define SERIES_POINTS 4000
 #define STACK_FRAMES 8
@@ -232,7 +232,7 @@ static void write_doctor(FILE *f, const grt_doctor_report *rep) {
   fprintf(f, "],\"partial\":%s}", rep->partial ? "true" : "false");
 }
 
-grt_status cli_report_data(FILE *f, const cli_report_input *x) {
+grt_status grt__page_data(FILE *f, const grt__page_input *x) {
   grt_trace_info in;
   grt_status st = grt_trace_get_info(x->trace, &in);
   interval *v = NULL;
