@@ -77,6 +77,45 @@ GRT_API GRT_MUST_CHECK grt_status grt_whatif_series(const grt_trace *trace, cons
                                                     grt_replay_sample **samples, size_t *n,
                                                     grt_replay_summary *summary);
 
+/* ---- the advice: the sweep as gpurt whatif and gpurt doctor give it ---- */
+
+typedef enum grt_whatif_goal {
+  GRT_WHATIF_GOAL_NO_OOM = 0,     /* fewest OOMs, then least peak reserved, then fewest device syncs */
+  GRT_WHATIF_GOAL_MIN_RESERVED,   /* least peak reserved among rows with as few OOMs */
+  GRT_WHATIF_GOAL_MIN_SYNCS,      /* fewest OOMs, then fewest device syncs */
+  GRT_WHATIF_GOAL_COUNT
+} grt_whatif_goal;
+
+/* "no-oom", "min-reserved", "min-syncs" ("?" otherwise); parse: GRT_ERR_INVALID_ARG for another name. */
+GRT_API const char *grt_whatif_goal_name(grt_whatif_goal goal);
+GRT_API GRT_MUST_CHECK grt_status grt_whatif_goal_parse(const char *name, grt_whatif_goal *out);
+
+typedef struct grt_whatif_advice {
+  grt_whatif_row *rows;           /* the sweep's rows, sorted by the goal: failed rows last, then by OOMs */
+  size_t n;
+  long best;                      /* the row to recommend, -1 when none beats the recorded settings */
+  grt_whatif_goal goal;
+  uint64_t capacity;              /* the capacity the rows ran at (0: unbounded, 1 TiB) */
+  char capacity_from[200];        /* where it came from, in words */
+  grt_device_model device_model;
+  grt_trace_recorded recorded;    /* the recorded run's own figures */
+} grt_whatif_advice;
+
+/* The sweep (grt_whatif_sweep + grt_whatif_run) at o's capacity or, when
+ * o->capacity is 0, at the capacity the snapshot shows it had: reserved +
+ * free at its first recorded OOM, else a 2 MiB page under what the device
+ * refused at a recorded retry, else unbounded; rows sorted by the goal and
+ * the best one picked. Free with grt_whatif_advice_free. On failure *out
+ * holds nothing to free. */
+GRT_API GRT_MUST_CHECK grt_status grt_whatif_advise(const grt_trace *trace, const grt_whatif_options *o,
+                                                    grt_whatif_goal goal, grt_whatif_advice *out);
+GRT_API void grt_whatif_advice_free(grt_whatif_advice *a);
+/* The advice as one JSON object (what gpurt whatif --json prints): the
+ * snapshot's name and device, the capacity, the recorded figures, the best
+ * setting and every row. *out is malloc'd, NUL-terminated. */
+GRT_API GRT_MUST_CHECK grt_status grt_whatif_json(const grt_whatif_advice *a, const char *name, int device,
+                                                  char **out);
+
 /* ---- the diagnosis: what the recorded run held, and why it failed ---- */
 
 typedef enum grt_doctor_verdict {
@@ -194,6 +233,10 @@ typedef struct grt_doctor_report {
   grt_contract_finding contract[GRT_CONTRACT_RULE_COUNT];
 } grt_doctor_report;
 
+/* "healthy", "demand-bound", "fragmentation-bound"; "kept", "broken", "unknown". */
+GRT_API const char *grt_doctor_verdict_name(grt_doctor_verdict verdict);
+GRT_API const char *grt_contract_outcome_name(grt_contract_outcome outcome);
+
 /* Replays a PyTorch snapshot faithfully (rebuilt start, recorded addresses,
  * recorded OOMs replayed) and reports the state at its peak of live bytes and at its
  * first OOM, the verdict, and the segments live blocks pin. err (may be
@@ -201,6 +244,15 @@ typedef struct grt_doctor_report {
 GRT_API GRT_MUST_CHECK grt_status grt_doctor_examine(const grt_trace *trace, grt_doctor_report *out, char *err,
                                                      size_t err_size);
 
+
+/* The diagnosis as one JSON object (what gpurt doctor --json prints): the
+ * verdict and why, the moments at the peak and the first OOM, the sites
+ * with their folded frames, the pinned segments, the loop and the runtime
+ * contract, and the advice's capacity and recommendation (advice may be
+ * NULL: no recommendation). *out is malloc'd, NUL-terminated. */
+GRT_API GRT_MUST_CHECK grt_status grt_doctor_json(const grt_trace *trace, const grt_doctor_report *report,
+                                                  const grt_whatif_advice *advice, const char *name, int device,
+                                                  char **out);
 
 /* ---- the snapshot's page ---- */
 

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
 #include "cli.h"
 #include "cli_opts.h"
 #include "cli_status.h"
@@ -62,11 +61,6 @@ static bool doctor_arg(const cli_opts *p, int c, cli_whatif_args *a) {
   }
 }
 
-static const char *verdict_name(grt_doctor_verdict v) {
-  return v == GRT_DOCTOR_DEMAND_BOUND ? "demand-bound" : v == GRT_DOCTOR_FRAGMENTATION_BOUND ? "fragmentation-bound"
-                                                                                              : "healthy";
-}
-
 static void print_moment(const char *what, const grt_doctor_moment *m) {
   char b[7][32];
   if (!m->valid) return;
@@ -79,10 +73,6 @@ static void print_moment(const char *what, const grt_doctor_moment *m) {
          grt_format_bytes(m->external_fragmentation - (m->releasable < m->external_fragmentation ? m->releasable
                                                                                                   : m->external_fragmentation),
                           b[0], 32));
-}
-
-static const char *outcome_word(grt_contract_outcome o) {
-  return o == GRT_CONTRACT_BROKEN ? "broken" : o == GRT_CONTRACT_KEPT ? "kept" : "unknown";
 }
 
 /* The innermost frame worth showing of a stack, "name (file:line)", or NULL. */
@@ -111,12 +101,12 @@ static void print_pinned(const grt_trace *t, const grt_doctor_report *rep) {
 }
 
 /* The recommendation: the sweep's best row against the snapshot's own settings. */
-static void print_recommendation(const cli_whatif *w, const cli_whatif_args *a) {
+static void print_recommendation(const grt_whatif_advice *w, const cli_whatif_args *a) {
   char b[3][32];
   const grt_whatif_row *own = NULL;
   for (size_t i = 0; i < w->n; i++)
     if (!w->rows[i].conf[0]) own = &w->rows[i];
-  long best = cli_whatif_best(w);
+  long best = w->best;
   printf("\nrecommendation (%zu settings replayed on a %s %s; capacity: %s):\n", w->n,
          w->capacity ? grt_format_bytes(w->capacity, b[0], 32) : "1 TiB", cli_device_model_words(a->o.device_model),
          w->capacity_from);
@@ -178,7 +168,7 @@ static void print_contract(const grt_trace *t, const grt_doctor_report *rep) {
            s->iterations, s->period, s->from_event);
   for (int i = 0; i < GRT_CONTRACT_RULE_COUNT; i++) {
     const grt_contract_finding *f = &rep->contract[i];
-    printf("  %-7s %-20s %s", outcome_word(f->outcome), grt_contract_rule_name((grt_contract_rule)i), f->detail);
+    printf("  %-7s %-20s %s", grt_contract_outcome_name(f->outcome), grt_contract_rule_name((grt_contract_rule)i), f->detail);
     if (f->count && f->time_us > 0) printf("; %.3f ms recorded", (double)f->time_us / 1000.0);
     printf("\n");
     const grt_trace_frame *fr = f->outcome == GRT_CONTRACT_BROKEN ? shown_frame(t, f->stack) : NULL;
@@ -188,10 +178,10 @@ static void print_contract(const grt_trace *t, const grt_doctor_report *rep) {
   }
 }
 
-static void print_text(const grt_trace *t, const grt_doctor_report *rep, const cli_whatif *w,
+static void print_text(const grt_trace *t, const grt_doctor_report *rep, const grt_whatif_advice *w,
                        const cli_whatif_args *a) {
   printf("gpurt doctor: %s (device %d)\n\n", cli_basename(a->path), a->device);
-  printf("verdict: %s\n  %s\n\n", verdict_name(rep->verdict), rep->why);
+  printf("verdict: %s\n  %s\n\n", grt_doctor_verdict_name(rep->verdict), rep->why);
   print_moment("at the peak:", &rep->peak);
   print_moment("at the OOM:", &rep->oom);
   if (rep->partial) printf("  (the trace began mid-run: the state when recording began was rebuilt)\n");
@@ -202,114 +192,14 @@ static void print_text(const grt_trace *t, const grt_doctor_report *rep, const c
   print_recommendation(w, a);
 }
 
-static void json_moment(const char *name, const grt_doctor_moment *m, bool comma) {
-  if (!m->valid) {
-    printf("\"%s\": null%s", name, comma ? ", " : "");
-    return;
-  }
-  printf("\"%s\": {\"event\": %" PRIu64 ", \"reserved\": %" PRIu64 ", \"allocated\": %" PRIu64 ", \"requested\": %" PRIu64
-         ", \"internal_fragmentation\": %" PRIu64 ", \"external_fragmentation\": %" PRIu64 ", \"releasable\": %" PRIu64
-         ", \"largest_free\": %" PRIu64 ", \"request\": %" PRIu64 ", \"device_free\": %" PRIu64 "}%s",
-         name, m->event, m->reserved, m->allocated, m->requested, m->internal_fragmentation, m->external_fragmentation,
-         m->releasable, m->largest_free, m->request, m->device_free, comma ? ", " : "");
-}
-
-static void to_stdout(void *ctx, const char *s, size_t n) {
-  (void)ctx;
-  fwrite(s, 1, n, stdout);
-}
-
-/* One JSON string, escaped by the project's one writer (frame names are C++ symbols and paths). */
-static void json_str(const char *s) { grt__json_write_string(s, GRT__JSON_SHORT_ESCAPES, to_stdout, NULL); }
-
-/* A stack's folded frames as a JSON list (at most 8). */
-static void json_frames(const grt_trace *t, uint32_t stack) {
-  const grt_trace_frame *f;
-  size_t nf, keep[8];
-  printf("[");
-  if (stack && !grt_trace_stack(t, stack, &f, &nf)) {
-    size_t k = grt_trace_frames_fold(f, nf, keep, 8);
-    for (size_t j = 0; j < k && j < 8; j++) {
-      printf("%s{\"name\": ", j ? ", " : "");
-      json_str(f[keep[j]].name);
-      printf(", \"filename\": ");
-      json_str(f[keep[j]].filename);
-      printf(", \"line\": %" PRId64 "}", (int64_t)f[keep[j]].line);
-    }
-  }
-  printf("]");
-}
-
-static void json_sites(const grt_trace *t, const char *name, const grt_doctor_site *sites, size_t n) {
-  printf("\"%s\": [", name);
-  for (size_t i = 0; i < n; i++) {
-    printf("%s{\"bytes\": %" PRIu64 ", \"count\": %" PRIu64 ", \"frames\": ", i ? ", " : "", sites[i].bytes,
-           sites[i].count);
-    json_frames(t, sites[i].stack);
-    printf("}");
-  }
-  printf("], ");
-}
-
-static void json_pinned(const grt_trace *t, const grt_doctor_report *rep) {
-  printf("\"pinned\": [");
-  for (size_t i = 0; i < rep->n_pinned; i++) {
-    const grt_doctor_pinned *p = &rep->pinned[i];
-    printf("%s{\"address\": %" PRIu64 ", \"size\": %" PRIu64 ", \"free\": %" PRIu64 ", \"live_blocks\": %" PRIu64
-           ", \"live_bytes\": %" PRIu64 ", \"first_live_event\": ",
-           i ? ", " : "", p->address, p->size, p->free_bytes, p->live_blocks, p->live_bytes);
-    if (p->first_live_event == UINT64_MAX) printf("null");
-    else printf("%" PRIu64, p->first_live_event);
-    printf(", \"frames\": ");
-    json_frames(t, p->first_live_stack);
-    printf("}");
-  }
-  printf("], ");
-}
-
-static void json_contract(const grt_doctor_report *rep) {
-  const grt_doctor_steady *s = &rep->steady;
-  printf("\"steady_state\": ");
-  if (s->found)
-    printf("{\"iterations\": %" PRIu64 ", \"from_event\": %" PRIu64 ", \"period\": %" PRIu64
-           ", \"similarity\": %.4f}, ", s->iterations, s->from_event, s->period, s->similarity);
-  else
-    printf("null, ");
-  printf("\"contract\": [");
-  for (int i = 0; i < GRT_CONTRACT_RULE_COUNT; i++) {
-    const grt_contract_finding *f = &rep->contract[i];
-    printf("%s{\"rule\": \"%s\", \"outcome\": \"%s\", \"count\": %" PRIu64 ", \"also\": %" PRIu64
-           ", \"bytes\": %" PRIu64 ", \"first_event\": ", i ? ", " : "", grt_contract_rule_name((grt_contract_rule)i),
-           outcome_word(f->outcome), f->count, f->also, f->bytes);
-    if (f->first_event == UINT64_MAX) printf("null");
-    else printf("%" PRIu64, f->first_event);
-    printf(", \"time_us\": ");
-    if (f->time_us < 0) printf("null");
-    else printf("%" PRId64, f->time_us);
-    printf(", \"detail\": ");
-    json_str(f->detail);
-    printf("}");
-  }
-  printf("], ");
-}
-
-static void print_json(const grt_trace *t, const grt_doctor_report *rep, const cli_whatif *w,
-                       const cli_whatif_args *a) {
-  long best = cli_whatif_best(w);
-  printf("{\"snapshot\": ");
-  json_str(cli_basename(a->path));
-  printf(", \"device\": %d, \"verdict\": \"%s\", \"why\": ", a->device, verdict_name(rep->verdict));
-  json_str(rep->why);
-  printf(", \"process_memory\": %" PRIu64 ", ", rep->process_memory);
-  json_moment("peak", &rep->peak, true);
-  json_moment("oom", &rep->oom, true);
-  json_sites(t, "peak_sites", rep->peak_sites, rep->n_peak_sites);
-  json_sites(t, "oom_sites", rep->oom_sites, rep->n_oom_sites);
-  json_pinned(t, rep);
-  json_contract(rep);
-  printf("\"capacity\": %" PRIu64 ", \"device_model\": \"%s\", \"recommendation\": %s%s%s}\n", w->capacity,
-         grt_device_model_name(a->o.device_model), best < 0 ? "" : "\"", best < 0 ? "null" : w->rows[best].conf,
-         best < 0 ? "" : "\"");
+static int print_json(const grt_trace *t, const grt_doctor_report *rep, const grt_whatif_advice *w,
+                      const cli_whatif_args *a) {
+  char *text = NULL;
+  grt_status st = grt_doctor_json(t, rep, w, cli_basename(a->path), a->device, &text);
+  if (st) return cli_fail_status("doctor", "grt_doctor_json", st, NULL);
+  fputs(text, stdout);
+  free(text);
+  return 0;
 }
 
 static int doctor_loaded(const grt_trace *t, const cli_whatif_args *a) {
@@ -320,16 +210,16 @@ static int doctor_loaded(const grt_trace *t, const cli_whatif_args *a) {
     fprintf(stderr, "gpurt doctor: %s: %s (%s)\n", cli_basename(a->path), err, grt_status_str(st));
     return 1;
   }
-  cli_whatif w;
+  grt_whatif_advice w;
   int rc = cli_whatif_sweep(t, a, &w);
   if (rc) return rc;
   if (a->json)
-    print_json(t, &rep, &w, a);
+    rc = print_json(t, &rep, &w, a);
   else
     print_text(t, &rep, &w, a);
   for (size_t i = 0; i < w.n && a->fail_on_oom; i++)
     if (!w.rows[i].conf[0] && (w.rows[i].status || w.rows[i].ooms)) rc = 3;
-  cli_whatif_free(&w);
+  grt_whatif_advice_free(&w);
   if (a->html) { /* after the screen; the page's line on stderr, so --json stays one object */
     fflush(stdout);
     int hrc = cli_report_save("doctor", t, &rep, a->path, a->device, a->html, stderr);

@@ -59,7 +59,7 @@ static bool whatif_arg(const cli_opts *p, int c, cli_whatif_args *a) {
   case WI_CAPACITY: return cli_opt_bytes(p, &a->o.capacity);
   case WI_GOAL:
     if (!cli_opt_choice(p, goals, 3, &i)) return false;
-    a->goal = (cli_whatif_goal)i;
+    a->goal = (grt_whatif_goal)i;
     return true;
   case WI_DEVICE: return cli_opt_device(p, &a->device);
   case WI_DEVICE_MODEL: return cli_opt_device_model(p, &a->o.device_model);
