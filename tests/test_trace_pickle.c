@@ -206,7 +206,7 @@ static void test_pickle_hostile(void **state) {
   const unsigned char proto[] = "\x80\x09}.";
   expect_pk_error(proto, sizeof proto - 1, "protocol");
   const unsigned char big[] = "\x80\x04\x8a\x0a\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a.";
-  expect_pk_error(big, sizeof big - 1, "wider than 64 bits");
+  expect_pk_error(big, sizeof big - 1, "top level is neither a dict nor a list"); /* a wide int is a value */
   const unsigned char text[] = "\x80\x04I1\n.";
   expect_pk_error(text, sizeof text - 1, "unsupported pickle opcode 0x49");
   /* a self-containing list (cycle) is harmless: the converter never walks generically */
@@ -344,13 +344,23 @@ static void ev_action_int(pk *p) { str(p, "action"), small(p, 3); }
 static void ev_addr_none(pk *p) { kv_str(p, "action", "alloc"), str(p, "addr"), op(p, 'N'), kv_num(p, "size", 5); }
 static void ev_size_neg(pk *p) { kv_str(p, "action", "alloc"), kv_num(p, "addr", 0x100), str(p, "size"), neg(p, 1); }
 static void ev_size_str(pk *p) { kv_str(p, "action", "free_completed"), kv_num(p, "addr", 0x100), kv_str(p, "size", "1"); }
+static void ev_size_wide(pk *p) { /* 2^72: a LONG1 of 10 bytes, as Python pickles it */
+  static const unsigned char wide[] = {0x8a, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  kv_str(p, "action", "alloc"), kv_num(p, "addr", 0x100), str(p, "size");
+  for (size_t i = 0; i < sizeof wide; i++) op(p, wide[i]);
+}
+static void ev_size_missing(pk *p) { kv_str(p, "action", "alloc"), kv_num(p, "addr", 0x100); }
 static void ev_stream_float(pk *p) {
   static const unsigned char one[8] = {0x3f, 0xf0, 0, 0, 0, 0, 0, 0};
-  kv_str(p, "action", "alloc"), kv_num(p, "addr", 0x100), str(p, "stream"), flt(p, one);
+  kv_str(p, "action", "alloc"), kv_num(p, "addr", 0x100), kv_num(p, "size", 1), str(p, "stream"), flt(p, one);
 }
-static void ev_time_str(pk *p) { kv_str(p, "action", "alloc"), kv_num(p, "addr", 0x100), kv_str(p, "time_us", "now"); }
-static void ev_time_big(pk *p) { kv_str(p, "action", "alloc"), kv_num(p, "addr", 0x100), kv_num(p, "time_us", UINT64_C(1) << 63); }
-static void ev_addr_max(pk *p) { kv_str(p, "action", "alloc"), kv_num(p, "addr", UINT64_MAX); }
+static void ev_time_str(pk *p) {
+  kv_str(p, "action", "alloc"), kv_num(p, "addr", 0x100), kv_num(p, "size", 1), kv_str(p, "time_us", "now");
+}
+static void ev_time_big(pk *p) {
+  kv_str(p, "action", "alloc"), kv_num(p, "addr", 0x100), kv_num(p, "size", 1), kv_num(p, "time_us", UINT64_C(1) << 63);
+}
+static void ev_addr_max(pk *p) { kv_str(p, "action", "alloc"), kv_num(p, "addr", UINT64_MAX), kv_num(p, "size", 1); }
 static void ev_segment_no_addr(pk *p) { kv_str(p, "action", "segment_unmap"), kv_num(p, "size", 4096); }
 
 static void seg_not_int_device(pk *p) { kv_str(p, "device", "0"); }
@@ -427,6 +437,10 @@ static void test_pickle_schema_errors(void **state) {
   expect_schema_error(p, "device_traces[0][0]: 'size' is not a non-negative integer");
   one_event(p, ev_size_str);
   expect_schema_error(p, "device_traces[0][0]: 'size' is not a non-negative integer");
+  one_event(p, ev_size_wide);
+  expect_schema_error(p, "device_traces[0][0]: 'size' is not a non-negative integer (wider than 64 bits)");
+  one_event(p, ev_size_missing);
+  expect_schema_error(p, "device_traces[0][0]: 'size' is missing");
   one_event(p, ev_stream_float);
   expect_schema_error(p, "device_traces[0][0]: 'stream' is not a non-negative integer");
   one_event(p, ev_time_str);

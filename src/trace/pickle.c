@@ -247,7 +247,11 @@ static grt_status long_op(vm *m, size_t lenbytes) {
   m->pos += (size_t)n;
   if (n == 0) return int_value(m, 0, false);
   if (n == 9 && p[8] == 0) return int_value(m, (int64_t)le(p, 8), (p[7] & 0x80) != 0);
-  if (n > 8) return fail(m, "integer wider than 64 bits");
+  if (n > 8) { /* kept, so the reader can name the field that holds it */
+    grt_status st2 = int_value(m, 0, false);
+    if (!st2) m->stack[m->sp - 1]->wide = true;
+    return st2;
+  }
   uint64_t u = le(p, (size_t)n);
   if (n < 8 && (p[n - 1] & 0x80)) u |= ~(uint64_t)0 << (8 * n); /* sign-extend */
   return int_value(m, (int64_t)u, false);

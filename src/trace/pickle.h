@@ -43,6 +43,7 @@ typedef struct grt__pv grt__pv;
 struct grt__pv {
   uint8_t type;
   bool big;    /* INT: the value is (uint64_t)i, at least 2^63 */
+  bool wide;   /* INT: wider than 64 bits (a LONG of more bytes): no value, refused where a number is read */
   bool shared; /* reachable other than through its one container (memo fetch, DUP, a singleton) */
   union {
     int64_t i; /* INT, BOOL */

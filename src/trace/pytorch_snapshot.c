@@ -62,7 +62,7 @@ static grt_status bad(conv *c, const char *fmt, ...) {
 }
 
 static bool as_u64(const grt__pv *v, uint64_t *out) {
-  if (!v) return false;
+  if (!v || v->wide) return false;
   if (v->type == GRT__PV_INT || v->type == GRT__PV_BOOL) {
     if (!v->big && v->u.i < 0) return false;
     *out = (uint64_t)v->u.i;
@@ -72,7 +72,7 @@ static bool as_u64(const grt__pv *v, uint64_t *out) {
 }
 
 static bool as_i64(const grt__pv *v, int64_t *out) {
-  if (!v || (v->type != GRT__PV_INT && v->type != GRT__PV_BOOL) || v->big) return false;
+  if (!v || (v->type != GRT__PV_INT && v->type != GRT__PV_BOOL) || v->big || v->wide) return false;
   *out = v->u.i;
   return true;
 }
@@ -88,7 +88,8 @@ static grt_status field_u64(conv *c, const grt__pv *d, const char *key, bool req
     *out = def;
     return GRT_OK;
   }
-  if (!as_u64(v, out)) return bad(c, "%s[%zu]: '%s' is not a non-negative integer", where, i, key);
+  if (!as_u64(v, out))
+    return bad(c, "%s[%zu]: '%s' is not a non-negative integer%s", where, i, key, v->wide ? " (wider than 64 bits)" : "");
   return GRT_OK;
 }
 
@@ -102,7 +103,7 @@ static grt_status build_failed(conv *c, grt_status st) {
 static bool frame_fields(const grt__pv *f, grt__slice *name, grt__slice *file, int64_t *line) {
   if (!f || f->type != GRT__PV_DICT) return false;
   const grt__pv *n = grt__pv_get(f, "name"), *fn = grt__pv_get(f, "filename"), *l = grt__pv_get(f, "line");
-  if (!n || n->type != GRT__PV_STR || !fn || fn->type != GRT__PV_STR || !l || l->type != GRT__PV_INT || l->big)
+  if (!n || n->type != GRT__PV_STR || !fn || fn->type != GRT__PV_STR || !l || l->type != GRT__PV_INT || l->big || l->wide)
     return false;
   *name = (grt__slice){n->u.s.p, n->u.s.n};
   *file = (grt__slice){fn->u.s.p, fn->u.s.n};
@@ -263,7 +264,8 @@ static grt_status event_u64(const grt__pv *e, const char *key, bool required, ui
   const grt__pv *v = grt__pv_get(e, key);
   *out = 0;
   if (!v || v->type == GRT__PV_NONE) return required ? why(w, wn, "'%s' is missing", key) : GRT_OK;
-  if (!as_u64(v, out)) return why(w, wn, "'%s' is not a non-negative integer", key);
+  if (!as_u64(v, out))
+    return why(w, wn, "'%s' is not a non-negative integer%s", key, v->wide ? " (wider than 64 bits)" : "");
   return GRT_OK;
 }
 
@@ -284,7 +286,7 @@ static grt_status parse_event(conv *c, const grt__pv *e, taken_event *o, char *w
   }
   o->flags = GRT_TRACE_F_ADDR;
   grt_status st = event_u64(e, "addr", o->kind <= GRT_TRACE_SEGMENT_UNMAP, &o->addr, w, wn);
-  if (!st) st = event_u64(e, "size", false, &o->size, w, wn);
+  if (!st) st = event_u64(e, "size", o->kind <= GRT_TRACE_OOM, &o->size, w, wn);
   if (!st) st = event_u64(e, "stream", false, &o->stream, w, wn);
   if (st) return st;
   const grt__pv *t = grt__pv_get(e, "time_us");
@@ -453,7 +455,7 @@ static grt_status read_settings(conv *c, const grt__pv *s) {
   if (v && !as_i64(v, &o->max_split_size)) return bad(c, "allocator_settings: 'max_split_size' is not an integer");
   v = grt__pv_get(s, "garbage_collection_threshold");
   if (v && v->type == GRT__PV_FLOAT) o->garbage_collection_threshold = v->u.f;
-  else if (v && v->type == GRT__PV_INT && !v->big) o->garbage_collection_threshold = (double)v->u.i;
+  else if (v && v->type == GRT__PV_INT && !v->big && !v->wide) o->garbage_collection_threshold = (double)v->u.i;
   else if (v) return bad(c, "allocator_settings: 'garbage_collection_threshold' is not a number");
   if (!isfinite(o->garbage_collection_threshold))
     return bad(c, "allocator_settings: 'garbage_collection_threshold' is not finite");
