@@ -3,9 +3,12 @@
 # (or with sudo available). Extra package names may be passed as arguments.
 # Optional packages (the /metrics server, JSON read-back in tests, Prometheus
 # for the scrape test) are tried separately: when they cannot be installed the
-# build leaves those parts out and their tests skip with a message.
+# build leaves those parts out and their tests skip with a message. Debian's
+# Python with setuptools, wheel, pip, venv and pytest builds and tests the Python
+# package (python/).
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build pkg-config libcmocka-dev "$@")
+pkgs=(build-essential cmake ninja-build pkg-config libcmocka-dev
+  python3-dev python3-setuptools python3-wheel python3-pip python3-venv python3-pytest "$@")
 optional=(libmicrohttpd-dev libjansson-dev prometheus curl jq chromium)
 
 missing_of() {
