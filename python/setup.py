@@ -49,7 +49,10 @@ native = Extension(
     sources=["src/native.c", "src/native_replay.c", "src/native_alloc.c"],
     include_dirs=[incdir],
     define_macros=[("GPURT_LIBDIR", '"%s"' % libdir.replace('"', '\\"'))],
-    extra_compile_args=["-std=c11", "-Wall", "-Wextra"] + shlex.split(os.environ.get("GPURT_EXTRA_CFLAGS", "")),
+    # the project's warnings; CI (CI set) makes them errors, as for the library
+    extra_compile_args=["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wstrict-prototypes",
+                        "-Wmissing-prototypes"] + (["-Werror"] if os.environ.get("CI") else [])
+    + shlex.split(os.environ.get("GPURT_EXTRA_CFLAGS", "")),
     **link,
 )
 

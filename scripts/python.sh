@@ -11,8 +11,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=$(cd "${1:?usage: scripts/python.sh PREFIX [--target DIR]}" && pwd)
 shift
+# Debian's wheel (pure Python) lends itself to an interpreter that lacks it:
+# setuptools before 70.1 builds wheels through it, and no registry is reached.
+borrow=""
+if [ -d /usr/lib/python3/dist-packages/wheel ]; then
+  borrow=$(mktemp -d)
+  trap 'rm -rf "$borrow"' EXIT
+  for d in /usr/lib/python3/dist-packages/wheel /usr/lib/python3/dist-packages/wheel-*-info; do
+    [ -e "$d" ] && ln -s "$d" "$borrow/" # the package and its metadata (bdist_wheel's entry point)
+  done
+fi
 can_build() {
-  "$1" - <<'PY' 2>/dev/null
+  PYTHONPATH="$borrow${PYTHONPATH:+:$PYTHONPATH}" "$1" - <<'PY' 2>/dev/null
 import os, sysconfig, setuptools
 try:
     import wheel  # noqa: F401  (setuptools before 70.1 builds wheels through it)
@@ -32,7 +42,8 @@ extra=()
 if [ $# -eq 0 ] && "$py" -c 'import os,sys,sysconfig; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")) else 1)'; then
   extra=(--break-system-packages)
 fi
-PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" GPURT_PREFIX="$prefix" \
+PYTHONPATH="$borrow${PYTHONPATH:+:$PYTHONPATH}" \
+  PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" GPURT_PREFIX="$prefix" \
   "$py" -m pip install --quiet --no-build-isolation --no-index --no-deps --disable-pip-version-check \
   --root-user-action=ignore "${extra[@]}" "$@" ./python >&2
 echo "$py"

@@ -16,6 +16,7 @@ rm -rf "$work" && mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 echo "installed libgpurt into $work/prefix"
 py=$(bash "$src/scripts/python.sh" "$work/prefix" --target "$work/site" | tail -1)
+echo "built and installed the package with $py into $work/site"
 "$py" -c 'import pytest' 2>/dev/null || { echo "FAIL: $py has no pytest (Debian: python3-pytest)"; exit 1; }
 # the package must not need the build tree: run from an empty folder
 cd "$work"

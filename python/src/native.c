@@ -57,7 +57,7 @@ static PyObject *statuses(PyObject *self, PyObject *unused) {
 /* ---- traces ---- */
 
 static void trace_dealloc(TraceObject *self) {
-  if (self->trace) (void)grt_trace_destroy(self->trace); /* a trace's destroy cannot fail once loaded */
+  if (self->trace) native_drop(grt_trace_destroy(self->trace)); /* a trace's destroy cannot fail once loaded */
   Py_XDECREF(self->name);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -73,7 +73,7 @@ grt_trace *native_trace(PyObject *o) {
 static PyObject *new_trace(grt_trace *t, const char *name, int device) {
   TraceObject *o = PyObject_New(TraceObject, &Trace_Type);
   if (!o) {
-    (void)grt_trace_destroy(t);
+    native_drop(grt_trace_destroy(t));
     return NULL;
   }
   o->trace = t;

@@ -35,4 +35,10 @@ PyObject *native_whatif_json(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *native_page_save(PyObject *self, PyObject *args);
 int native_alloc_types(PyObject *module);
 
+PyMODINIT_FUNC PyInit__native(void);
+
+/* A destroy inside a deallocator or after a failure: Python has no caller
+ * left to tell, and the library has already released what it could. */
+static inline void native_drop(grt_status st) { (void)st; }
+
 #endif

@@ -42,7 +42,7 @@ static int device_init(DeviceObject *self, PyObject *args, PyObject *kw) {
 }
 
 static void device_dealloc(DeviceObject *self) {
-  if (self->dev) (void)grt_device_destroy(self->dev); /* the allocators holding it are gone first */
+  if (self->dev) native_drop(grt_device_destroy(self->dev)); /* the allocators holding it are gone first */
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -111,7 +111,7 @@ static int alloc_init(AllocatorObject *self, PyObject *args, PyObject *kw) {
 }
 
 static void alloc_dealloc(AllocatorObject *self) {
-  if (self->a) (void)grt_alloc_destroy(self->a); /* live blocks are released with it */
+  if (self->a) native_drop(grt_alloc_destroy(self->a)); /* live blocks are released with it */
   Py_XDECREF(self->device);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
