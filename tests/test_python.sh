@@ -15,9 +15,14 @@ work="$build/python-test"
 rm -rf "$work" && mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 echo "installed libgpurt into $work/prefix"
-py=$(bash "$src/scripts/python.sh" "$work/prefix" --target "$work/site" | tail -1)
+# the interpreter with pytest: $GRT_PYTHON, else Debian's (scripts/deps.sh installs python3-pytest), else python3
+py=""
+for cand in ${GRT_PYTHON:-} /usr/bin/python3 "$(command -v python3 || true)"; do
+  [ -n "$cand" ] && [ -x "$cand" ] && "$cand" -c 'import pytest' 2>/dev/null && { py=$cand; break; }
+done
+[ -n "$py" ] || { echo "FAIL: no interpreter has pytest (Debian: python3-pytest; scripts/deps.sh installs it)"; exit 1; }
+GRT_PYTHON="$py" bash "$src/scripts/python.sh" "$work/prefix" --target "$work/site" >/dev/null
 echo "built and installed the package with $py into $work/site"
-"$py" -c 'import pytest' 2>/dev/null || { echo "FAIL: $py has no pytest (Debian: python3-pytest)"; exit 1; }
 # the package must not need the build tree: run from an empty folder
 cd "$work"
 export GPURT_CLI="$build/tools/gpurt" PYTHONPATH="$work/site:$src/python/tests" PYTHONDONTWRITEBYTECODE=1
