@@ -1,7 +1,7 @@
 /* cmd_load.c — `gpurt load FILE.safetensors`: the weights to the simulated
  * device by one method (gpurt/io.h), with GB/s, CPU time, peak host memory,
  * copies per byte, and per tensor a checksum of the device's bytes beside
- * one of the file's. */
+ * one of the file's. The device is a fresh resident one (load_target.h). */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -16,6 +16,7 @@
 
 #ifdef GRT_HAVE_IO
 #include "gpurt/io.h"
+#include "workloads/load_target.h"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: gpurt load FILE.safetensors [--method iouring|pread|mmap|naive] [--cold] [--direct]\n"
@@ -105,17 +106,6 @@ static bool parse(int argc, char **argv, load_args *a, int *rc) {
   return true;
 }
 
-/* Device bytes enough for every tensor under the caching allocator's rounding. */
-static uint64_t capacity_for(const grt_safetensors *st, bool blob) {
-  uint64_t two = 2 * GRT_MiB, cap = 64 * GRT_MiB;
-  if (blob) return cap + (grt_safetensors_data_size(st) + two - 1) / two * two;
-  for (size_t i = 0; i < grt_safetensors_count(st); i++) {
-    const grt_st_tensor *t = grt_safetensors_tensor(st, i);
-    cap += (t->end - t->begin + two - 1) / two * two;
-  }
-  return cap;
-}
-
 typedef struct sums {
   size_t equal, n;
   uint64_t *dev, *file;
@@ -174,30 +164,20 @@ static void print_json(const load_args *a, grt_loaded *l, const sums *s) {
          x.reads, x.device_allocs, s->equal);
 }
 
-/* The exec and allocator the load fills; their copies take the real memcpy's time. */
+/* Loads into a fresh resident device (workloads/load_target.h) and checks the bytes. */
 static int load_into_device(const load_args *a, const grt_safetensors *st) {
-  grt_exec_config ec;
-  grt_exec_config_default(&ec);
-  ec.device_capacity = capacity_for(st, a->c.blob);
-  ec.h2d_gbps = 1e9; /* the modelled copy time is nil: the memcpy into the backing bytes is the cost */
-  grt_exec *exec = NULL;
-  grt_device *dev = NULL;
-  grt_allocator *alloc = NULL;
-  grt_alloc_config ac;
-  grt_alloc_config_default(&ac);
-  grt_status s = grt_exec_create(&ec, &exec);
-  if (!s) s = grt_exec_get_device(exec, &dev);
-  if (!s) s = grt_alloc_create("caching", dev, &ac, &alloc);
+  grt_load_target tg;
+  uint64_t cap = grt_load_target_capacity(st, a->c.blob);
+  grt_status s = grt_load_target_create(cap, &tg);
   if (s) {
-    fprintf(stderr, "gpurt load: cannot create a %s device: %s\n", grt_format_bytes(ec.device_capacity, (char[32]){0}, 32),
-            grt_status_str(s));
-    if (exec && grt_exec_destroy(exec)) fprintf(stderr, "gpurt load: grt_exec_destroy failed\n");
-    return 1;
+    char b[32];
+    return fprintf(stderr, "gpurt load: cannot create a %s device: %s\n", grt_format_bytes(cap, b, sizeof b),
+                   grt_status_str(s)), 1;
   }
   load_args run = *a;
   bar b = {.on = isatty(STDERR_FILENO) != 0};
   clock_gettime(CLOCK_MONOTONIC, &b.t0);
-  run.c.exec = exec, run.c.alloc = alloc, run.c.progress = draw, run.c.progress_ctx = &b;
+  run.c.exec = tg.exec, run.c.alloc = tg.alloc, run.c.progress = draw, run.c.progress_ctx = &b;
   grt_loaded *l = NULL;
   grt_io_error err;
   s = grt_load_safetensors(a->path, &run.c, &l, &err);
@@ -216,7 +196,7 @@ static int load_into_device(const load_args *a, const grt_safetensors *st) {
   }
   free(sm.dev);
   free(sm.file);
-  if (grt_loaded_free(l) || grt_alloc_destroy(alloc) || grt_exec_destroy(exec))
+  if (grt_loaded_free(l) || grt_load_target_destroy(&tg))
     return fprintf(stderr, "gpurt load: teardown failed\n"), 1;
   return rc;
 }
