@@ -94,6 +94,11 @@ GRT_API GRT_MUST_CHECK grt_status grt_cuda_memcpy_dtod_async(grt_cuda_stream *s,
 GRT_API GRT_MUST_CHECK grt_status grt_cuda_memset_async(grt_cuda_stream *s, grt_devptr dst, uint8_t value,
                                                         uint64_t bytes);
 
+/* Page-locked host memory the driver maps for DMA (cuMemHostAlloc, portable):
+ * copies from it are truly asynchronous. Page aligned. free(NULL) is a no-op. */
+GRT_API GRT_MUST_CHECK grt_status grt_cuda_host_alloc(grt_device *dev, uint64_t bytes, void **out);
+GRT_API GRT_MUST_CHECK grt_status grt_cuda_host_free(grt_device *dev, void *p);
+
 /* ---- events ---- */
 #define GRT_CUDA_EVENT_DEFAULT 0u /* no timing (cheapest; what the allocator uses) */
 #define GRT_CUDA_EVENT_TIMING 1u  /* usable with grt_cuda_event_elapsed_ms */

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "gpurt/alloc.h"
+#include "gpurt/cuda.h"
 #include "gpurt/exec.h"
 
 #ifdef __cplusplus
@@ -108,8 +109,10 @@ GRT_API GRT_MUST_CHECK grt_status grt_load_method_parse(const char *name, grt_lo
 typedef void (*grt_load_progress_fn)(void *ctx, uint64_t bytes_done, uint64_t bytes_total);
 
 typedef struct grt_load_config {
-  grt_exec *exec;            /* required: its device receives the tensors, its copy stream carries them */
-  grt_allocator *alloc;      /* required: an allocator on the exec's device (the caching one, for PyTorch's) */
+  grt_exec *exec;            /* the simulated device: its device receives the tensors, a stream of it carries them */
+  grt_cuda_stream *cuda_stream; /* or a GPU: copies on this stream of cuda_device (then exec is not used) */
+  grt_device *cuda_device;   /* the CUDA backend device cuda_stream belongs to */
+  grt_allocator *alloc;      /* required: an allocator on that device (the caching one, for PyTorch's) */
   grt_load_method method;
   bool direct;               /* O_DIRECT where the method and the file system allow (else buffered, said) */
   bool drop_cache;           /* evict the file's pages first (posix_fadvise DONTNEED): a cold read */
@@ -152,7 +155,8 @@ GRT_API const grt_safetensors *grt_loaded_header(const grt_loaded *l);
 GRT_API GRT_MUST_CHECK grt_status grt_loaded_stats(const grt_loaded *l, grt_load_stats *out);
 /* Tensor i's device address. */
 GRT_API GRT_MUST_CHECK grt_status grt_loaded_tensor(const grt_loaded *l, size_t i, grt_devptr *ptr);
-/* The checksum (grt_io_checksum) of tensor i's bytes as they are on the device. */
+/* The checksum (grt_io_checksum) of tensor i's bytes as they are on the device
+ * (read back through the CUDA stream on a GPU: it must still exist). */
 GRT_API GRT_MUST_CHECK grt_status grt_loaded_device_checksum(grt_loaded *l, size_t i, uint64_t *out);
 
 /* The checksum both sides use: 64-bit, over 8-byte little-endian words then the tail. */

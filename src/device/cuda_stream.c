@@ -133,6 +133,24 @@ grt_status grt_cuda_memcpy_dtod_async(grt_cuda_stream *s, grt_devptr dst, grt_de
   return GRT_OK;
 }
 
+grt_status grt_cuda_host_alloc(grt_device *dev, uint64_t bytes, void **out) {
+  if (!dev || !out || !bytes) return GRT_ERR_INVALID_ARG;
+  *out = NULL;
+  grt__cuda_dev *d = grt__cuda_of(dev);
+  if (!d) return GRT_ERR_UNSUPPORTED;
+  CU_RUN(d, MemHostAlloc, "cuMemHostAlloc", d->cu->MemHostAlloc(out, (size_t)bytes, CU_MEMHOSTALLOC_PORTABLE));
+  return GRT_OK;
+}
+
+grt_status grt_cuda_host_free(grt_device *dev, void *p) {
+  if (!dev) return GRT_ERR_INVALID_ARG;
+  if (!p) return GRT_OK;
+  grt__cuda_dev *d = grt__cuda_of(dev);
+  if (!d) return GRT_ERR_UNSUPPORTED;
+  CU_RUN(d, MemFreeHost, "cuMemFreeHost", d->cu->MemFreeHost(p));
+  return GRT_OK;
+}
+
 grt_status grt_cuda_memset_async(grt_cuda_stream *s, grt_devptr dst, uint8_t value, uint64_t bytes) {
   if (!s || !dst) return GRT_ERR_INVALID_ARG;
   CU_RUN(s->d, MemsetD8Async, "cuMemsetD8Async", s->d->cu->MemsetD8Async(dst, value, (size_t)bytes, s->h));

@@ -77,3 +77,9 @@ grt_status grt_cuda_gate_open(grt_cuda_gate *g) { (void)g; UNSUP; }
 int grt_cuda_gate_timed_out(const grt_cuda_gate *g) { (void)g; return 0; }
 const char *grt_cuda_gate_mechanism(const grt_cuda_gate *g) { (void)g; return ""; }
 grt_status grt_cuda_gate_destroy(grt_cuda_gate *g) { return g ? GRT_ERR_UNSUPPORTED : GRT_OK; }
+grt_status grt_cuda_host_alloc(grt_device *dev, uint64_t bytes, void **out) {
+  (void)dev, (void)bytes;
+  if (out) *out = NULL;
+  UNSUP;
+}
+grt_status grt_cuda_host_free(grt_device *dev, void *p) { (void)dev, (void)p; UNSUP; }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gpurt/cuda.h"
 #include "gpurt/io.h"
 
 struct grt_safetensors {
@@ -34,9 +35,34 @@ struct grt_loaded {
   grt_device *dev;
   grt_devptr *ptrs;    /* per tensor (0 for a zero-size tensor) */
   grt_devptr *allocs;  /* what was allocated: one blob or one per tensor */
+  grt_cuda_stream *cuda; /* a GPU load: checksums read back through it (borrowed) */
   size_t n_allocs;
   grt_load_stats stats;
 };
+
+/* Where the copies go (copier.c): the exec's stream, or a CUDA stream. */
+typedef struct grt__copier {
+  grt_stream *stream;           /* exec */
+  grt_event **events;           /* per staging slot */
+  grt_cuda_stream *cuda;        /* CUDA */
+  grt_device *cuda_dev;
+  grt_cuda_event **cuda_events; /* per staging slot */
+  unsigned slots;
+} grt__copier;
+
+grt_status grt__copier_open(grt__copier *c, const grt_load_config *cfg, unsigned slots);
+grt_status grt__copier_h2d(grt__copier *c, grt_devptr dst, const void *src, uint64_t n);
+/* Records slot's event after the copies issued so far; wait: the host waits for it. */
+grt_status grt__copier_mark(grt__copier *c, unsigned slot);
+grt_status grt__copier_wait(grt__copier *c, unsigned slot);
+/* Every copy issued has ended. */
+grt_status grt__copier_drain(grt__copier *c);
+/* Drains, then frees the stream and events; the first failure. */
+grt_status grt__copier_close(grt__copier *c);
+/* Staging memory: page-locked (the driver's for CUDA; mlock otherwise, noted when refused). */
+grt_status grt__copier_host_alloc(grt__copier *c, uint64_t bytes, uint64_t align, void **out, char *note,
+                                  size_t note_size);
+void grt__copier_host_free(grt__copier *c, void *p, uint64_t bytes);
 
 /* A load in progress: what the readers need. */
 typedef struct grt__load {
@@ -46,7 +72,7 @@ typedef struct grt__load {
   int fd;                 /* buffered, or O_DIRECT when direct */
   uint64_t align;         /* O_DIRECT offset and length alignment (1 when buffered) */
   uint64_t mem_align;     /* O_DIRECT buffer alignment */
-  grt_stream *copy;       /* the copy stream */
+  grt__copier copy;       /* where the copies go */
   uint64_t reads;         /* reads issued (fault injection counts them) */
   uint64_t host_bytes, peak_host_bytes;
   uint64_t done_bytes;

@@ -120,7 +120,7 @@ grt_status grt__load_copy(grt__load *ld, uint64_t file_off, const unsigned char 
     uint64_t size = tensor_size(t);
     if (!size) continue;
     uint64_t at = file_off - t->file_offset, n = size - at < len ? size - at : len;
-    grt_status s = grt_memcpy_h2d_async(ld->copy, ld->l->ptrs[i] + at, src, n);
+    grt_status s = grt__copier_h2d(&ld->copy, ld->l->ptrs[i] + at, src, n);
     if (s) return grt__io_fail(ld->err, s, t->name, true, file_off, "the copy to the device was refused");
     file_off += n, src += n, len -= n;
   }
@@ -202,7 +202,7 @@ static grt_status run_method(grt__load *ld) {
 }
 
 static bool config_ok(const grt_load_config *c) {
-  return c && c->exec && c->alloc && (unsigned)c->method < GRT_LOAD_METHOD_COUNT && c->chunk_bytes &&
+  return c && (c->cuda_stream ? c->cuda_device != NULL : c->exec != NULL) && c->alloc && (unsigned)c->method < GRT_LOAD_METHOD_COUNT && c->chunk_bytes &&
          c->chunk_bytes <= ((uint64_t)1 << 32) && c->buffers >= 1 && c->buffers <= 64 && c->queue_depth <= 64;
 }
 
@@ -210,22 +210,22 @@ grt_status grt_load_safetensors(const char *path, const grt_load_config *cfg, gr
   if (out) *out = NULL;
   if (!path || !out || !config_ok(cfg))
     return grt__io_fail(err, GRT_ERR_INVALID_ARG, NULL, false, 0,
-                        "a load needs a path, an exec and an allocator; chunk 1 B..4 GiB, 1..64 buffers, depth <= 64");
+                        "a load needs a path, an exec (or a CUDA stream and its device) and an allocator; "
+                        "chunk 1 B..4 GiB, 1..64 buffers, depth <= 64");
   grt_loaded *l = calloc(1, sizeof *l);
   if (!l) return grt__io_fail(err, GRT_ERR_NOMEM, NULL, false, 0, "out of host memory");
   l->alloc = cfg->alloc;
   grt__load ld = {.cfg = cfg, .l = l, .path = path, .fd = -1, .err = err};
   double t0 = now_s(), c0 = cpu_s();
+  l->cuda = cfg->cuda_stream;
   grt_status s = grt_safetensors_open(path, &l->st, err);
-  if (!s) s = grt_exec_get_device(cfg->exec, &l->dev);
+  if (!s) s = cfg->cuda_stream ? (l->dev = cfg->cuda_device, GRT_OK) : grt_exec_get_device(cfg->exec, &l->dev);
   if (!s) s = alloc_device(l, cfg->blob, err);
-  if (!s && (s = grt_stream_create(cfg->exec, 0, 0, &ld.copy)))
-    grt__io_fail(err, s, NULL, false, 0, "cannot create the copy stream");
-  if (!s && !(s = grt_stream_set_name(ld.copy, "load copy"))) s = run_method(&ld);
-  if (ld.copy) { /* every copy ends before the buffers it reads go */
-    grt_status w = grt_stream_synchronize(ld.copy), d = grt_stream_destroy(ld.copy);
-    if (!s && (w || d)) s = grt__io_fail(err, w ? w : d, NULL, false, 0, "the copy stream failed");
-  }
+  if (!s && (s = grt__copier_open(&ld.copy, cfg, cfg->buffers)))
+    grt__io_fail(err, s, NULL, false, 0, "cannot create the copy stream and its events");
+  if (!s) s = run_method(&ld);
+  grt_status c = grt__copier_close(&ld.copy); /* every copy ends before the buffers it reads go */
+  if (!s && c) s = grt__io_fail(err, c, NULL, false, 0, "the copy stream failed");
   if (ld.fd >= 0) close(ld.fd);
   grt_load_stats *st = &l->stats;
   st->seconds = now_s() - t0;
@@ -270,13 +270,31 @@ grt_status grt_loaded_tensor(const grt_loaded *l, size_t i, grt_devptr *ptr) {
   return GRT_OK;
 }
 
+/* A GPU's bytes, copied back 8 MiB at a time (a multiple of 8: the checksum chains). */
+static grt_status readback_checksum(grt_loaded *l, grt_devptr p, uint64_t n, uint64_t *out) {
+  enum { PIECE = 8 << 20 };
+  unsigned char *buf = malloc(n < PIECE ? (size_t)n : PIECE);
+  if (!buf) return GRT_ERR_NOMEM;
+  grt_status s = GRT_OK;
+  uint64_t h = 0;
+  for (uint64_t done = 0; !s && done < n;) {
+    uint64_t k = n - done < PIECE ? n - done : PIECE;
+    if (!(s = grt_cuda_memcpy_dtoh_async(l->cuda, buf, p + done, k)) && !(s = grt_cuda_stream_synchronize(l->cuda)))
+      h = grt_io_checksum(buf, (size_t)k, h), done += k;
+  }
+  free(buf);
+  if (!s) *out = h;
+  return s;
+}
+
 grt_status grt_loaded_device_checksum(grt_loaded *l, size_t i, uint64_t *out) {
   if (!l || !out || i >= l->st->n) return GRT_ERR_INVALID_ARG;
   uint64_t n = tensor_size(&l->st->tensors[i]);
   if (!n) return *out = grt_io_checksum(NULL, 0, 0), GRT_OK;
+  if (l->cuda) return readback_checksum(l, l->ptrs[i], n, out);
   void *p = NULL;
   grt_status s = grt_device_host_ptr(l->dev, l->ptrs[i], n, &p);
-  if (s) return s; /* a device without host backing (CUDA) keeps its bytes to itself */
+  if (s) return s;
   *out = grt_io_checksum(p, (size_t)n, 0);
   return GRT_OK;
 }

@@ -29,7 +29,7 @@ grt_status grt__load_mmap(grt__load *ld) {
     if (!(s = grt__load_copy(ld, off, (const unsigned char *)m + off, n))) grt__load_progress(ld, n);
   }
   /* the copies read the mapping: it stays until they end */
-  grt_status w = grt_stream_synchronize(ld->copy);
+  grt_status w = grt__copier_drain(&ld->copy);
   if (!s && w) s = grt__io_fail(ld->err, w, NULL, false, 0, "a copy to the device failed");
   munmap(m, size);
   return s;
@@ -52,7 +52,7 @@ grt_status grt__load_naive(grt__load *ld) {
       s = grt__io_fail(ld->err, GRT_ERR_IO, t->name, true, t->file_offset + (uint64_t)got,
                        "the file ends early: read %lld of %llu bytes", (long long)got, (unsigned long long)n);
     if (!s) s = grt__load_copy(ld, t->file_offset, buf, n);
-    grt_status w = grt_stream_synchronize(ld->copy); /* the buffer goes once its copy is done */
+    grt_status w = grt__copier_drain(&ld->copy); /* the buffer goes once its copy is done */
     if (!s && w) s = grt__io_fail(ld->err, w, t->name, true, t->file_offset, "the copy to the device failed");
     free(buf);
     grt__load_host(ld, -(int64_t)n);

@@ -14,14 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "io/io_impl.h"
 
 typedef struct slot {
   unsigned char *buf;
-  grt_event *copied;   /* recorded after the chunk's copies */
-  bool busy;           /* a copy from it may be in flight */
+  bool busy;           /* a copy from it may be in flight (the copier's slot event tells when it is done) */
   uint64_t chunk;      /* the chunk in it */
 } slot;
 
@@ -45,33 +43,25 @@ static grt_status make_slots(pipe_state *p) {
   if (!p->slots) return grt__io_fail(ld->err, GRT_ERR_NOMEM, NULL, false, 0, "out of host memory");
   for (unsigned i = 0; i < p->k; i++) {
     void *b = NULL;
-    if (posix_memalign(&b, align, p->chunk))
-      return grt__io_fail(ld->err, GRT_ERR_NOMEM, NULL, false, 0, "cannot allocate %u staging buffers of %llu bytes",
-                          p->k, (unsigned long long)p->chunk);
+    grt_status s = grt__copier_host_alloc(&ld->copy, p->chunk, align, &b, ld->l->stats.io_note,
+                                          sizeof ld->l->stats.io_note);
+    if (s)
+      return grt__io_fail(ld->err, s, NULL, false, 0, "cannot allocate %u staging buffers of %llu bytes", p->k,
+                          (unsigned long long)p->chunk);
     p->slots[i].buf = b;
     grt__load_host(ld, (int64_t)p->chunk);
-    if (mlock(b, p->chunk) && !ld->l->stats.io_note[0]) /* page-locked where the limit allows */
-      snprintf(ld->l->stats.io_note, sizeof ld->l->stats.io_note, "staging buffers not page-locked: %s (RLIMIT_MEMLOCK)",
-               strerror(errno));
-    grt_status s = grt_event_create(ld->cfg->exec, 0, &p->slots[i].copied);
-    if (s) return grt__io_fail(ld->err, s, NULL, false, 0, "cannot create the staging events");
   }
   return GRT_OK;
 }
 
 static void free_slots(pipe_state *p) {
   if (!p->slots) return;
+  grt_status s = grt__copier_drain(&p->ld->copy); /* the copy stream's close reports a failed copy */
+  (void)s;
   for (unsigned i = 0; i < p->k; i++) {
-    if (p->slots[i].copied) {
-      grt_status s = grt_event_synchronize(p->slots[i].copied);
-      if (!s) s = grt_event_destroy(p->slots[i].copied);
-      (void)s; /* the copy stream's own synchronize reports a failed copy */
-    }
-    if (p->slots[i].buf) {
-      munlock(p->slots[i].buf, p->chunk);
-      free(p->slots[i].buf);
-      grt__load_host(p->ld, -(int64_t)p->chunk);
-    }
+    if (!p->slots[i].buf) continue;
+    grt__copier_host_free(&p->ld->copy, p->slots[i].buf, p->chunk);
+    grt__load_host(p->ld, -(int64_t)p->chunk);
   }
   free(p->slots);
 }
@@ -79,7 +69,7 @@ static void free_slots(pipe_state *p) {
 /* Waits until slot i's last copy is done, so a read may fill it. */
 static grt_status reclaim(pipe_state *p, unsigned i) {
   if (!p->slots[i].busy) return GRT_OK;
-  grt_status s = grt_event_synchronize(p->slots[i].copied);
+  grt_status s = grt__copier_wait(&p->ld->copy, i);
   p->slots[i].busy = false;
   return s ? grt__io_fail(p->ld->err, s, NULL, false, 0, "a copy to the device failed") : GRT_OK;
 }
@@ -100,7 +90,7 @@ static grt_status ship(pipe_state *p, uint64_t c, uint64_t got) {
                         "the file ends early: read %llu of %llu bytes", (unsigned long long)got,
                         (unsigned long long)chunk_len(p, c));
   grt_status s = grt__load_copy(ld, off, sl->buf, got);
-  if (!s && (s = grt_event_record(sl->copied, ld->copy)))
+  if (!s && (s = grt__copier_mark(&ld->copy, (unsigned)(c % p->k))))
     grt__io_fail(ld->err, s, NULL, false, 0, "cannot record the copy's event");
   if (s) return s;
   sl->busy = true;
