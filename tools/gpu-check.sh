@@ -8,11 +8,15 @@
 #   conformance  semantic cases on sim and CUDA                -> OUTDIR/conformance.md
 #                (its "device model" row answers whether cudaMalloc needs
 #                contiguous free memory; the summary repeats its CUDA cell)
+#   load         a 1 GiB safetensors file to the GPU by every
+#                method, cold, against a pinned H2D copy's
+#                bandwidth (PCIe's bound, measured by torch)   -> OUTDIR/load.txt
+#                (needs jansson and liburing; not run without them)
 #   torch        native vs gpurt allocator on a transformer,
 #                plus a native memory snapshot                 -> OUTDIR/torch_compare.txt,
 #                                                                 torch_compare.json,
 #                                                                 gpurt_transformer_snapshot.pickle
-# Ends with one summary block (also OUTDIR/summary.txt). Worst case ~7.5 min.
+# Ends with one summary block (also OUTDIR/summary.txt). Worst case ~9.5 min.
 # Exit: 0 when every stage passed, 1 otherwise.
 set -uo pipefail
 if [ $# -ne 1 ]; then
@@ -72,7 +76,34 @@ build() {
   echo "CUDA_HOME=$CUDA_HOME"
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRT_CUDA=ON \
     -DGRT_BUILD_TESTS=OFF -DGRT_BUILD_BENCH=OFF -DGRT_BUILD_TOOLS=ON &&
-    cmake --build "$BUILD" --target gpurt-conformance gpurt_torch_alloc
+    cmake --build "$BUILD" --target gpurt-conformance gpurt_torch_alloc &&
+    { cmake --build "$BUILD" --target gpurt_cli || echo "build: no gpurt CLI: the load stage is skipped"; }
+}
+
+# The weights to the GPU by every method (cold), beside PCIe's bound: a pinned
+# 1 GiB host-to-device copy timed by torch. Files in $BUILD, results in load.txt.
+load_stage() {
+  python3 - "$BUILD/weights.safetensors" <<'PY' || return 1
+import json, struct, sys, random
+rng, t, off = random.Random(1), {}, 0
+sizes = [64 << 20, 16 << 20, 4 << 20, 1 << 20]
+with open(sys.argv[1], "wb") as f:
+    i = 0
+    while off < (1 << 30):
+        n = sizes[i % 4]; t[f"w{i}"] = {"dtype": "F16", "shape": [n // 2], "data_offsets": [off, off + n]}; off += n; i += 1
+    h = json.dumps(t).encode(); h += b" " * ((8 - len(h) % 8) % 8)
+    f.write(struct.pack("<Q", len(h))); f.write(h)
+    for k in range(i):
+        f.write(rng.randbytes(sizes[k % 4]))
+PY
+  python3 -c 'import torch,time
+x=torch.empty(1<<30,dtype=torch.uint8).pin_memory(); y=torch.empty(1<<30,dtype=torch.uint8,device="cuda")
+y.copy_(x,non_blocking=True); torch.cuda.synchronize(); t=time.perf_counter(); y.copy_(x,non_blocking=True); torch.cuda.synchronize()
+print("pcie bound (pinned H2D, torch): %.2f GB/s" % ((1<<30)/(time.perf_counter()-t)/1e9))' || echo "pcie bound: torch unavailable"
+  local m
+  for m in iouring pread mmap naive; do
+    "$BUILD/tools/gpurt" load "$BUILD/weights.safetensors" --gpu 0 --cold --method "$m" --buffers 8 --depth 8 || return 1
+  done
 }
 
 # Progress lines (stderr) stay out of the markdown; shown in the summary if the stage fails.
@@ -84,6 +115,12 @@ if [ -x "$BUILD/tools/gpurt-conformance" ]; then
   run_stage conformance 90 "$OUT/conformance.md" conformance
 else
   STATUS[conformance]="not run (no binary)"; SECS[conformance]=0; ORDER+=(conformance)
+fi
+if [ -x "$BUILD/tools/gpurt" ] && "$BUILD/tools/gpurt" load --help >/dev/null 2>&1 &&
+   ! "$BUILD/tools/gpurt" load --help 2>&1 | grep -q "has no loader"; then
+  run_stage load 120 "$OUT/load.txt" load_stage
+else
+  STATUS[load]="not run (gpurt built without the loader: jansson, liburing)"; SECS[load]=0; ORDER+=(load)
 fi
 if [ -f "$BUILD/tools/libgpurt_torch_alloc.so" ]; then
   run_stage torch 240 "$OUT/torch_compare.txt" python3 "$ROOT/tools/torch_alloc/train_compare.py" \
@@ -107,6 +144,9 @@ fi
       "$OUT/conformance.md"
     grep -E '\*\*FAIL\*\*' "$OUT/conformance.md" | cut -c1-400
     [ "${STATUS[conformance]}" = ok ] || tail -5 "$BUILD/conformance.progress" 2>/dev/null
+  fi
+  if [ -f "$OUT/load.txt" ]; then
+    grep -E 'pcie bound|GB/s|gpurt load:' "$OUT/load.txt" | sed 's/^ */load: /'
   fi
   if [ -f "$OUT/torch_compare.txt" ]; then
     grep -E '^\| |ERROR|SKIPPED|FAILED|^snapshot' "$OUT/torch_compare.txt"

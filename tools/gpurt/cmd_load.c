@@ -15,12 +15,14 @@
 #include "replay_util.h"
 
 #ifdef GRT_HAVE_IO
+#include "gpurt/cuda.h"
 #include "gpurt/io.h"
 #include "workloads/load_target.h"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: gpurt load FILE.safetensors [--method iouring|pread|mmap|naive] [--cold] [--direct]\n"
-             "                  [--chunk SIZE] [--buffers N] [--depth N] [--blob] [--no-fixed] [--list] [--json]\n\n"
+             "                  [--chunk SIZE] [--buffers N] [--depth N] [--blob] [--no-fixed] [--gpu N] [--list]\n"
+             "                  [--json]\n\n"
              "Loads every tensor of a safetensors file into the simulated device's memory (a real memcpy into\n"
              "its backing bytes, on a copy stream) through the caching allocator, and prints GB/s, CPU time,\n"
              "peak host memory, copies per byte and whether each tensor's device bytes equal the file's.\n"
@@ -34,11 +36,13 @@ static void usage(FILE *f) {
              "  --depth N       io_uring reads in flight (default: --buffers)\n"
              "  --blob          one device allocation for all tensors (default: one per tensor)\n"
              "  --no-fixed      no io_uring registered buffers\n"
+             "  --gpu N         load into GPU N through the CUDA backend (staging in driver-pinned memory,\n"
+             "                  cuMemcpyHtoDAsync on a stream) instead of the simulated device\n"
              "  --list          every tensor's checksums, not only the count that match\n"
              "  --json          one JSON object on stdout\n");
 }
 
-enum { LD_METHOD = 256, LD_COLD, LD_DIRECT, LD_CHUNK, LD_BUFFERS, LD_DEPTH, LD_BLOB, LD_NOFIXED, LD_LIST, LD_JSON };
+enum { LD_METHOD = 256, LD_COLD, LD_DIRECT, LD_CHUNK, LD_BUFFERS, LD_DEPTH, LD_BLOB, LD_NOFIXED, LD_LIST, LD_JSON, LD_GPU };
 
 static const struct option load_options[] = {
     {"method", required_argument, NULL, LD_METHOD}, {"cold", no_argument, NULL, LD_COLD},
@@ -46,6 +50,7 @@ static const struct option load_options[] = {
     {"buffers", required_argument, NULL, LD_BUFFERS}, {"depth", required_argument, NULL, LD_DEPTH},
     {"blob", no_argument, NULL, LD_BLOB},           {"no-fixed", no_argument, NULL, LD_NOFIXED},
     {"list", no_argument, NULL, LD_LIST},           {"json", no_argument, NULL, LD_JSON},
+    {"gpu", required_argument, NULL, LD_GPU},
     CLI_OPT_HELP_ENTRY,                             {NULL, 0, NULL, 0},
 };
 
@@ -53,6 +58,7 @@ typedef struct load_args {
   const char *path;
   grt_load_config c;
   bool list, json;
+  int gpu;                    /* -1: the simulated device */
 } load_args;
 
 typedef struct bar {
@@ -97,6 +103,7 @@ static bool parse(int argc, char **argv, load_args *a, int *rc) {
     else if (c == LD_NOFIXED) a->c.register_buffers = false;
     else if (c == LD_LIST) a->list = true;
     else if (c == LD_JSON) a->json = true;
+    else if (c == LD_GPU) ok = cli_opt_u64(&p, 0, 1023, &v), a->gpu = (int)v;
     else if (c == CLI_OPT_POSITIONAL && !a->path) a->path = p.arg;
     else if (c == CLI_OPT_POSITIONAL) ok = !cli_opts_fail(&p, "one file at a time");
     else ok = false;
@@ -132,7 +139,9 @@ static void print_text(const load_args *a, grt_loaded *l, const sums *s) {
   grt_load_stats x;
   if (grt_loaded_stats(l, &x)) return;
   char b[3][32];
-  printf("gpurt load %s: %zu tensors, %s, method %s (%s", cli_basename(a->path), s->n,
+  char where[32] = "the simulated device";
+  if (a->gpu >= 0) snprintf(where, sizeof where, "GPU %d", a->gpu);
+  printf("gpurt load %s into %s: %zu tensors, %s, method %s (%s", cli_basename(a->path), where, s->n,
          grt_format_bytes(grt_safetensors_data_size(st), b[0], 32), grt_load_method_name(a->c.method),
          x.direct ? "O_DIRECT" : "buffered reads");
   if (a->c.method <= GRT_LOAD_PREAD)
@@ -154,14 +163,65 @@ static void print_text(const load_args *a, grt_loaded *l, const sums *s) {
 static void print_json(const load_args *a, grt_loaded *l, const sums *s) {
   grt_load_stats x;
   if (grt_loaded_stats(l, &x)) return;
-  printf("{\"file\": \"%s\", \"method\": \"%s\", \"cold\": %s, \"direct\": %s, \"fixed_buffers\": %s, \"tensors\": %zu, "
+  printf("{\"file\": \"%s\", \"gpu\": %d, \"method\": \"%s\", \"cold\": %s, \"direct\": %s, \"fixed_buffers\": %s, \"tensors\": %zu, "
          "\"bytes\": %" PRIu64 ", \"seconds\": %.6f, \"gbps\": %.4f, \"cpu_seconds\": %.6f, \"peak_host_bytes\": %" PRIu64
          ", \"copies_per_byte\": %.1f, \"reads\": %" PRIu64 ", \"device_allocs\": %" PRIu64
          ", \"checksums_equal\": %zu}\n",
-         cli_basename(a->path), grt_load_method_name(a->c.method), a->c.drop_cache ? "true" : "false",
+         cli_basename(a->path), a->gpu, grt_load_method_name(a->c.method), a->c.drop_cache ? "true" : "false",
          x.direct ? "true" : "false", x.fixed_buffers ? "true" : "false", s->n, x.bytes, x.seconds,
          x.seconds > 0 ? (double)x.bytes / x.seconds / 1e9 : 0.0, x.cpu_seconds, x.peak_host_bytes, x.copies_per_byte,
          x.reads, x.device_allocs, s->equal);
+}
+
+/* Loads into the target run->c names and reports. */
+static int load_and_report(load_args *run) {
+  bar b = {.on = isatty(STDERR_FILENO) != 0};
+  clock_gettime(CLOCK_MONOTONIC, &b.t0);
+  run->c.progress = draw, run->c.progress_ctx = &b;
+  grt_loaded *l = NULL;
+  grt_io_error err;
+  grt_status s = grt_load_safetensors(run->path, &run->c, &l, &err);
+  if (b.drawn) fprintf(stderr, "\r%*s\r", 78, "");
+  int rc = 0;
+  sums sm = {0};
+  if (s) {
+    char msg[600];
+    if (grt_io_error_format(&err, run->path, msg, sizeof msg)) snprintf(msg, sizeof msg, "%s", err.reason);
+    fprintf(stderr, "gpurt load: %s (%s)\n", msg, grt_status_str(s));
+    rc = 1;
+  } else if (!(rc = verify(run->path, l, &sm))) {
+    if (run->json) print_json(run, l, &sm);
+    else print_text(run, l, &sm);
+    if (sm.equal != sm.n) rc = 1;
+  }
+  free(sm.dev);
+  free(sm.file);
+  if (grt_loaded_free(l)) return fprintf(stderr, "gpurt load: grt_loaded_free failed\n"), 1;
+  return rc;
+}
+
+/* GPU N: the CUDA backend's device, the caching allocator over it, a copy stream. */
+static int load_into_gpu(const load_args *a) {
+  grt_device *dev = NULL;
+  grt_allocator *alloc = NULL;
+  grt_cuda_stream *s = NULL;
+  grt_alloc_config ac;
+  grt_alloc_config_default(&ac);
+  char why[256] = "";
+  grt_status st = grt_device_create_cuda(a->gpu, &dev);
+  if (st && grt_cuda_probe(NULL, why, sizeof why) == GRT_OK) snprintf(why, sizeof why, "%s", grt_status_str(st));
+  if (!st) st = grt_alloc_create("caching", dev, &ac, &alloc);
+  if (!st) st = grt_cuda_stream_create(dev, GRT_CUDA_STREAM_NON_BLOCKING, 0, &s);
+  int rc = 1;
+  if (st) fprintf(stderr, "gpurt load: GPU %d: %s\n", a->gpu, why[0] ? why : grt_status_str(st));
+  else {
+    load_args run = *a;
+    run.c.cuda_stream = s, run.c.cuda_device = dev, run.c.alloc = alloc;
+    rc = load_and_report(&run);
+  }
+  if ((s && grt_cuda_stream_destroy(s)) || (alloc && grt_alloc_destroy(alloc)) || (dev && grt_device_destroy(dev)))
+    return fprintf(stderr, "gpurt load: GPU teardown failed\n"), 1;
+  return rc;
 }
 
 /* Loads into a fresh resident device (workloads/load_target.h) and checks the bytes. */
@@ -175,35 +235,16 @@ static int load_into_device(const load_args *a, const grt_safetensors *st) {
                    grt_status_str(s)), 1;
   }
   load_args run = *a;
-  bar b = {.on = isatty(STDERR_FILENO) != 0};
-  clock_gettime(CLOCK_MONOTONIC, &b.t0);
-  run.c.exec = tg.exec, run.c.alloc = tg.alloc, run.c.progress = draw, run.c.progress_ctx = &b;
-  grt_loaded *l = NULL;
-  grt_io_error err;
-  s = grt_load_safetensors(a->path, &run.c, &l, &err);
-  if (b.drawn) fprintf(stderr, "\r%*s\r", 78, "");
-  int rc = 0;
-  sums sm = {0};
-  if (s) {
-    char msg[600];
-    if (grt_io_error_format(&err, a->path, msg, sizeof msg)) snprintf(msg, sizeof msg, "%s", err.reason);
-    fprintf(stderr, "gpurt load: %s (%s)\n", msg, grt_status_str(s));
-    rc = 1;
-  } else if (!(rc = verify(a->path, l, &sm))) {
-    if (a->json) print_json(a, l, &sm);
-    else print_text(a, l, &sm);
-    if (sm.equal != sm.n) rc = 1;
-  }
-  free(sm.dev);
-  free(sm.file);
-  if (grt_loaded_free(l) || grt_load_target_destroy(&tg))
-    return fprintf(stderr, "gpurt load: teardown failed\n"), 1;
+  run.c.exec = tg.exec, run.c.alloc = tg.alloc;
+  int rc = load_and_report(&run);
+  if (grt_load_target_destroy(&tg)) return fprintf(stderr, "gpurt load: teardown failed\n"), 1;
   return rc;
 }
 
 int grt_cmd_load(int argc, char **argv) {
   load_args a;
   memset(&a, 0, sizeof a);
+  a.gpu = -1;
   grt_load_config_default(&a.c);
   int rc = 0;
   if (!parse(argc, argv, &a, &rc)) return rc;
@@ -216,7 +257,7 @@ int grt_cmd_load(int argc, char **argv) {
     fprintf(stderr, "gpurt load: %s (%s)\n", msg, grt_status_str(s));
     return 1;
   }
-  rc = load_into_device(&a, st);
+  rc = a.gpu >= 0 ? load_into_gpu(&a) : load_into_device(&a, st);
   grt_safetensors_free(st);
   return rc;
 }
