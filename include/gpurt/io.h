@@ -123,6 +123,8 @@ typedef struct grt_load_config {
   bool register_buffers;     /* io_uring fixed buffers (default true; falls back when refused) */
   grt_load_progress_fn progress; /* may be NULL; called after each chunk */
   void *progress_ctx;
+  bool read_only;            /* the reads alone, no copies (the device bytes stay unset): what the file
+                                system delivers to this reader, a load's bound */
   uint64_t fail_read_at;     /* tests: the Nth read fails with EIO (1 = the first; 0 = never) */
 } grt_load_config;
 
