@@ -89,23 +89,27 @@ static PyObject *load_failed(grt_status st, const grt_trace_error *err) {
   return native_raise(st, msg);
 }
 
-static PyObject *load_path(PyObject *self, PyObject *args) {
-  (void)self;
-  PyObject *path_obj;
-  int device;
-  if (!PyArg_ParseTuple(args, "O&i", PyUnicode_FSConverter, &path_obj, &device)) return NULL;
+/* Loads from a file (path) or from memory (data, len), the GIL released. */
+static PyObject *load(const char *path, const void *data, size_t len, const char *name, int device) {
   grt_trace_load_config cfg;
   grt_trace_load_config_default(&cfg);
   cfg.device = device;
   grt_trace *t = NULL;
   grt_trace_error err;
   memset(&err, 0, sizeof err);
-  const char *path = PyBytes_AS_STRING(path_obj);
   grt_status st;
   Py_BEGIN_ALLOW_THREADS
-  st = grt_trace_load(path, &cfg, &t, &err);
+  st = path ? grt_trace_load(path, &cfg, &t, &err) : grt_trace_load_buffer(data, len, name, &cfg, &t, &err);
   Py_END_ALLOW_THREADS
-  PyObject *r = st ? load_failed(st, &err) : new_trace(t, path, device);
+  return st ? load_failed(st, &err) : new_trace(t, path ? path : name, device);
+}
+
+static PyObject *load_path(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *path_obj;
+  int device;
+  if (!PyArg_ParseTuple(args, "O&i", PyUnicode_FSConverter, &path_obj, &device)) return NULL;
+  PyObject *r = load(PyBytes_AS_STRING(path_obj), NULL, 0, NULL, device);
   Py_DECREF(path_obj);
   return r;
 }
@@ -116,18 +120,9 @@ static PyObject *load_bytes(PyObject *self, PyObject *args) {
   const char *name;
   int device;
   if (!PyArg_ParseTuple(args, "y*si", &buf, &name, &device)) return NULL;
-  grt_trace_load_config cfg;
-  grt_trace_load_config_default(&cfg);
-  cfg.device = device;
-  grt_trace *t = NULL;
-  grt_trace_error err;
-  memset(&err, 0, sizeof err);
-  grt_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = grt_trace_load_buffer(buf.buf, (size_t)buf.len, name, &cfg, &t, &err);
-  Py_END_ALLOW_THREADS
+  PyObject *r = load(NULL, buf.buf, (size_t)buf.len, name, device);
   PyBuffer_Release(&buf);
-  return st ? load_failed(st, &err) : new_trace(t, name, device);
+  return r;
 }
 
 static PyObject *trace_info(TraceObject *self, PyObject *unused) {

@@ -289,13 +289,19 @@ static PyObject *json_result(grt_status st, char *text, const char *what) {
   return r;
 }
 
+/* The arguments, the trace and its name: 0, or -1 with the exception set. */
+static int advice_target(PyObject *args, PyObject *kw, advice_args *a, TraceObject **to, const char **nm) {
+  if (parse_advice(args, kw, a)) return -1;
+  *to = (TraceObject *)a->trace;
+  return (*nm = trace_basename(*to)) ? 0 : -1;
+}
+
 PyObject *native_whatif_json(PyObject *self, PyObject *args, PyObject *kw) {
   (void)self;
   advice_args a;
-  if (parse_advice(args, kw, &a)) return NULL;
-  TraceObject *to = (TraceObject *)a.trace;
-  const char *nm = trace_basename(to);
-  if (!nm) return NULL;
+  TraceObject *to;
+  const char *nm;
+  if (advice_target(args, kw, &a, &to, &nm)) return NULL;
   grt_whatif_advice adv;
   char *text = NULL;
   grt_status st;
@@ -310,10 +316,9 @@ PyObject *native_whatif_json(PyObject *self, PyObject *args, PyObject *kw) {
 PyObject *native_doctor_json(PyObject *self, PyObject *args, PyObject *kw) {
   (void)self;
   advice_args a;
-  if (parse_advice(args, kw, &a)) return NULL;
-  TraceObject *to = (TraceObject *)a.trace;
-  const char *nm = trace_basename(to);
-  if (!nm) return NULL;
+  TraceObject *to;
+  const char *nm;
+  if (advice_target(args, kw, &a, &to, &nm)) return NULL;
   grt_doctor_report *rep = malloc(sizeof *rep);
   if (!rep) return PyErr_NoMemory();
   grt_whatif_advice adv;
