@@ -272,8 +272,13 @@ static lat host_wakeup(int iters, unsigned flags) {
 }
 
 int main(int argc, char **argv) {
-  int n = argc > 1 ? atoi(argv[1]) : 200000;
-  if (n < 1000) n = 1000;
+  char *end = NULL;
+  long ops = argc > 1 ? strtol(argv[1], &end, 10) : 200000;
+  if (argc > 2 || (argc > 1 && (*end || ops < 1000 || ops > 100000000))) {
+    fprintf(stderr, "usage: bench_exec [OPS]   ops per run, 1000..100000000 (default 200000)\n");
+    return !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ? 0 : 2;
+  }
+  int n = (int)ops;
   printf("bench_exec: threads clock, %d ops per run (best of 3)\n\n", n);
   double base = 1e18, enq = 1e18, cold = 1e18, depth = 1e18, tp1 = 1e18, tp4 = 1e18;
   for (int r = 0; r < 3; r++) {

@@ -44,4 +44,14 @@ echo "ok: W1 rows for every allocator"
 "$GPURT" bench --bogus >/dev/null 2>&1
 [ $? -eq 2 ] || fail "an unknown option is not exit status 2"
 "$GPURT" bench --help | grep -q "usage: gpurt bench" || fail "--help"
+"$GPURT" bench --only nosuch >/dev/null 2>&1
+[ $? -eq 2 ] || fail "bench --only nosuch is not exit status 2"
+# the benchmark executables beside the CLI answer --help without running
+BENCH_EXEC=$(dirname "$GPURT")/../bench/bench_exec
+if [ -x "$BENCH_EXEC" ]; then
+  out=$(timeout 10 "$BENCH_EXEC" --help 2>&1) || fail "bench_exec --help: exit $?"
+  grep -q "usage: bench_exec" <<<"$out" || fail "bench_exec --help ran: $out"
+  timeout 10 "$BENCH_EXEC" 12abc >/dev/null 2>&1
+  [ $? -eq 2 ] || fail "bench_exec 12abc is not exit status 2"
+fi
 echo "ok: options"

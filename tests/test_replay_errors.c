@@ -35,6 +35,13 @@ static void test_args(void **state) {
   grt_replay *r = NULL;
   assert_int_equal(grt_replay_create(&cfg, NULL, NULL), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_replay_open(NULL, &cfg, &r), GRT_ERR_INVALID_ARG);
+  grt_replay_config odd = cfg;
+  odd.placement = (grt_replay_placement)(GRT_REPLAY_PLACE_RECORDED + 1); /* an enum from outside holds anything */
+  assert_int_equal(grt_replay_create(&odd, NULL, &r), GRT_ERR_INVALID_ARG);
+  assert_null(r);
+  odd = cfg;
+  odd.device_model = (grt_device_model)7;
+  assert_int_equal(grt_replay_create(&odd, NULL, &r), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_replay_create(NULL, NULL, &r), GRT_OK); /* defaults */
   bool done = false;
   grt_replay_summary sum;

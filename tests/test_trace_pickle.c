@@ -205,6 +205,8 @@ static void test_pickle_hostile(void **state) {
   expect_pk_error(notdict, sizeof notdict - 1, "not a dict");
   const unsigned char proto[] = "\x80\x09}.";
   expect_pk_error(proto, sizeof proto - 1, "protocol");
+  const unsigned char frame[] = "\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x80}.";
+  expect_pk_error(frame, sizeof frame - 1, "FRAME declares 9223372036854775808 bytes where 2 remain");
   const unsigned char big[] = "\x80\x04\x8a\x0a\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a.";
   expect_pk_error(big, sizeof big - 1, "top level is neither a dict nor a list"); /* a wide int is a value */
   const unsigned char text[] = "\x80\x04I1\n.";

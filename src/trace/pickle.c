@@ -313,7 +313,12 @@ static grt_status step(vm *m, bool *done) {
       if ((st = arg(m, 1, &a))) return st;
       if (a < 2 || a > 5) return fail(m, "unsupported pickle protocol %llu (2-5 are read)", (unsigned long long)a);
       return GRT_OK;
-    case 0x95: return arg(m, 8, &a); /* FRAME: framing is only a read-ahead hint */
+    case 0x95: /* FRAME: framing is only a read-ahead hint, but it must fit in what is left */
+      if ((st = arg(m, 8, &a))) return st;
+      if (a > m->len - m->pos)
+        return fail(m, "FRAME declares %llu bytes where %llu remain", (unsigned long long)a,
+                    (unsigned long long)(m->len - m->pos));
+      return GRT_OK;
     case '.': /* STOP */
       if (m->sp == 0) return fail(m, "STOP with an empty stack");
       *done = true;

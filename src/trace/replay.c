@@ -160,6 +160,9 @@ static void take_baseline(grt_replay *r) {
 }
 
 static grt_status make_replay(const grt_replay_config *cfg, const grt_trace_info *info, grt_replay **out) {
+  /* an enum from outside may hold any value: one the replay does not know is refused, not guessed at */
+  if (cfg && ((unsigned)cfg->placement > GRT_REPLAY_PLACE_RECORDED || (unsigned)cfg->device_model > GRT_DEVICE_MODEL_PAGED))
+    return GRT_ERR_INVALID_ARG;
   grt_replay *r = calloc(1, sizeof *r);
   if (!r) return GRT_ERR_NOMEM;
   if (cfg)
