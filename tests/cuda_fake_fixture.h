@@ -56,18 +56,28 @@ _Static_assert(FK_SAME(FK_STREAM_NON_BLOCKING, CU_STREAM_NON_BLOCKING), "flag va
 static fake_control fk;
 
 /* For main(): 1 when GRT_CUDA_LIBRARY names a fake whose path contains `kind`
- * and the backend loads it (fk is then ready); else prints why and the test
- * should exit 77. */
+ * and the backend loads it (fk is then ready). 0 (the test exits 77, a skip)
+ * only when no fake is named: a test run by hand. A fake named that the
+ * backend cannot load is a broken backend: the test fails (-1: exit 1). */
 static inline int fk_ready(const char *test, const char *kind) {
   const char *lib = getenv("GRT_CUDA_LIBRARY");
-  int n = 0;
-  if (!lib || !strstr(lib, kind) || grt_cuda_probe(&n, NULL, 0) != GRT_OK || fake_control_open(&fk) != 0) {
-    fprintf(stderr, "%s: skipped: needs a build with cuda.h and GRT_CUDA_LIBRARY naming the %s fake driver\n", test,
-            kind);
+  if (!lib || !strstr(lib, kind)) {
+    fprintf(stderr, "%s: skipped: GRT_CUDA_LIBRARY does not name the %s fake driver (CTest sets it)\n", test, kind);
     return 0;
+  }
+  int n = 0;
+  char why[256] = "";
+  grt_status st = grt_cuda_probe(&n, why, sizeof why);
+  if (st != GRT_OK || fake_control_open(&fk) != 0) {
+    fprintf(stderr, "%s: FAIL: the CUDA backend cannot use the fake driver %s: %s\n", test, lib,
+            st ? why : "its control interface is missing");
+    return -1;
   }
   return 1;
 }
+
+/* main()'s exit when fk_ready refused: 77 (skip) or 1 (fail). */
+static inline int fk_not_ready(int ready) { return ready == 0 ? 77 : 1; }
 
 static inline grt_device *fk_open(void) {
   grt_device *dev = NULL;

@@ -26,9 +26,8 @@ echo "ok: W3 rows for the index, the peer design and every policy"
 "$GPURT" bench --only w3 --traces "$tmp/traces" --json >"$tmp/w3.json" || fail "bench --only w3 --json"
 [ "$(grep -c '"workload":"W3"' "$tmp/w3.json")" -eq 11 ] || fail "W3 json: not one line per allocator"
 grep -q '"allocator":"bestfit","heap_needed_ratio":[1-9]' "$tmp/w3.json" || fail "W3 json: bestfit's ratio"
-if command -v jq >/dev/null; then
-  jq -e -s 'all(.[]; .heap_needed_ratio >= 1)' "$tmp/w3.json" >/dev/null || fail "W3 json does not parse"
-fi
+command -v jq >/dev/null || fail "jq is not installed (scripts/deps.sh installs it)"
+jq -e -s 'all(.[]; .heap_needed_ratio >= 1)' "$tmp/w3.json" >/dev/null || fail "W3 json does not parse"
 echo "ok: W3 json"
 
 "$GPURT" bench --only w3 --traces "$tmp/empty" >"$tmp/skip.txt" || fail "W3 without traces failed"

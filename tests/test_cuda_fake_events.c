@@ -188,7 +188,8 @@ static void test_ops_contract(void **state) {
 }
 
 int main(void) {
-  if (!fk_ready("test_cuda_fake_events", "modern")) return 77;
+  int ready = fk_ready("test_cuda_fake_events", "modern");
+  if (ready != 1) return fk_not_ready(ready);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_deferred_free_across_streams),
       cmocka_unit_test(test_many_outstanding),

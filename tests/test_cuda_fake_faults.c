@@ -408,7 +408,8 @@ static void test_expandable_map_failure(void **state) {
 }
 
 int main(void) {
-  if (!fk_ready("test_cuda_fake_faults", "modern")) return 77;
+  int ready = fk_ready("test_cuda_fake_faults", "modern");
+  if (ready != 1) return fk_not_ready(ready);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_wrapper_every_error),
       cmocka_unit_test(test_error_text),

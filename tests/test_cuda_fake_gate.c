@@ -170,7 +170,8 @@ static void test_arguments(void **state) {
 }
 
 int main(void) {
-  if (!fk_ready("test_cuda_fake_gate", "modern")) return 77;
+  int ready = fk_ready("test_cuda_fake_gate", "modern");
+  if (ready != 1) return fk_not_ready(ready);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_wait_value_gate),   cmocka_unit_test(test_watchdog_timeout),
       cmocka_unit_test(test_destroy_opens),     cmocka_unit_test(test_host_func_fallback),

@@ -125,7 +125,8 @@ static void test_failures_leave_nothing(void **state) {
 }
 
 int main(void) {
-  if (!fk_ready("test_cuda_fake_load", "modern")) return 77;
+  int ready = fk_ready("test_cuda_fake_load", "modern");
+  if (ready != 1) return fk_not_ready(ready);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_method_on_the_gpu),
       cmocka_unit_test(test_failures_leave_nothing),

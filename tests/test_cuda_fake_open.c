@@ -350,7 +350,8 @@ static int child_main(const char *mode) {
 
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--child") == 0) return child_main(argv[2]);
-  if (!fk_ready("test_cuda_fake_open", "modern")) return 77;
+  int ready = fk_ready("test_cuda_fake_open", "modern");
+  if (ready != 1) return fk_not_ready(ready);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_open_arguments),
       cmocka_unit_test(test_open_driver_failures),

@@ -370,7 +370,8 @@ static void test_context_already_current(void **state) {
 }
 
 int main(void) {
-  if (!fk_ready("test_cuda_fake_streams", "modern")) return 77;
+  int ready = fk_ready("test_cuda_fake_streams", "modern");
+  if (ready != 1) return fk_not_ready(ready);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stream_flags_and_priority),
       cmocka_unit_test(test_legacy_and_wrapped),

@@ -182,7 +182,8 @@ static void test_expandable_segments(void **state) {
 }
 
 int main(void) {
-  if (!fk_ready("test_cuda_fake_vmm", "modern")) return 77;
+  int ready = fk_ready("test_cuda_fake_vmm", "modern");
+  if (ready != 1) return fk_not_ready(ready);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_primitives),
       cmocka_unit_test(test_zero_granularity),

@@ -9,7 +9,7 @@
 #    reserved stayed flat, one OOM at the end.
 # Everything is bounded in time and both servers are stopped on any exit.
 # Exit 77 (skip) with a message when prometheus/promtool/curl/jq are missing.
-set -uo pipefail
+set -euo pipefail
 GPURT=${1:?usage: test_report_prometheus.sh PATH/TO/gpurt}
 source "$(dirname "$0")/prometheus_lib.sh"
 prom_require_tools
@@ -35,7 +35,7 @@ done
 curl -sf "http://127.0.0.1:$gport/metrics" >"$tmp/live.txt" || fail "curl /metrics failed"
 grep -q '^gpurt_alloc_reserved_bytes{device="0",allocator="dayshift",pool="all"} 536870912$' "$tmp/live.txt" ||
   fail "live /metrics lacks the reserved figure"
-grep '^gpurt_alloc_largest_free_block_bytes{.*pool="all"}' "$tmp/live.txt"
+grep '^gpurt_alloc_largest_free_block_bytes{.*pool="all"}' "$tmp/live.txt" || fail "live /metrics lacks largest_free_block"
 
 until grep -q "day done" "$tmp/gpurt.log"; do
   [ $SECONDS -lt $deadline ] || fail "the day did not finish in time"

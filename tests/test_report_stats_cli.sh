@@ -23,10 +23,9 @@ for trace in "$DATA/rmm_small.csv" "$DATA/native_small.trace" "$DATA/minimalloc_
   "$GPURT" stats "$trace" --format prometheus >"$tmp/metrics.txt" || fail "stats $name --format prometheus"
   grep -q '^gpurt_alloc_largest_free_block_bytes{device="0",allocator="caching",pool="all"} [0-9]' \
     "$tmp/metrics.txt" || fail "$name: prometheus lacks largest_free_block"
-  if command -v jq >/dev/null; then
-    jq -e 'type == "object"' "$tmp/stats.json" >/dev/null || fail "$name: json does not parse"
-    jq -e '.segments | type == "array"' "$tmp/snap.json" >/dev/null || fail "$name: snapshot does not parse"
-  fi
+  command -v jq >/dev/null || fail "jq is not installed (scripts/deps.sh installs it)"
+  jq -e 'type == "object"' "$tmp/stats.json" >/dev/null || fail "$name: json does not parse"
+  jq -e '.segments | type == "array"' "$tmp/snap.json" >/dev/null || fail "$name: snapshot does not parse"
   echo "ok: gpurt stats $name (summary, abbreviated, json, snapshot, prometheus)"
 done
 
@@ -63,11 +62,10 @@ if "$GPURT" serve-demo --help >/dev/null 2>&1; then
     sleep 0.1
   done
   [ -n "$port" ] || { kill "$spid"; fail "replay --serve did not start: $(cat "$tmp/serve.log")"; }
-  if command -v curl >/dev/null; then
-    curl -sf "http://127.0.0.1:$port/metrics" >"$tmp/live.txt" || { kill "$spid"; fail "curl /metrics failed"; }
-    grep -q '^gpurt_alloc_largest_free_block_bytes{device="0",allocator="caching",pool="all"}' "$tmp/live.txt" ||
-      { kill "$spid"; fail "live /metrics lacks largest_free_block"; }
-  fi
+  command -v curl >/dev/null || { kill "$spid"; fail "curl is not installed (scripts/deps.sh installs it)"; }
+  curl -sf "http://127.0.0.1:$port/metrics" >"$tmp/live.txt" || { kill "$spid"; fail "curl /metrics failed"; }
+  grep -q '^gpurt_alloc_largest_free_block_bytes{device="0",allocator="caching",pool="all"}' "$tmp/live.txt" ||
+    { kill "$spid"; fail "live /metrics lacks largest_free_block"; }
   kill -INT "$spid"
   for _ in $(seq 1 100); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
   kill -0 "$spid" 2>/dev/null && { kill -9 "$spid"; fail "replay --serve ignored SIGINT"; }
