@@ -7,7 +7,7 @@
 # Python with setuptools, wheel, pip, venv and pytest builds and tests the Python
 # package (python/).
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build pkg-config libcmocka-dev libjansson-dev liburing-dev curl jq
+pkgs=(build-essential cmake ninja-build pkg-config libcmocka-dev libjansson-dev liburing-dev zlib1g-dev libzstd-dev zstd curl jq
   python3-dev python3-setuptools python3-wheel python3-pip python3-venv python3-pytest "$@")
 optional=(libmicrohttpd-dev prometheus chromium)
 

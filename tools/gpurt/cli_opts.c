@@ -8,6 +8,8 @@
  * reports an unknown and an ambiguous long option alike. */
 #include "cli_opts.h"
 
+#include "input.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -127,6 +129,14 @@ int cli_opts_next(cli_opts *p) {
     if (c == '?' || c == ':') {
       report(p, at, c);
       return CLI_OPT_ERROR;
+    }
+    if (c == CLI_OPT_MAX_INPUT) { /* every command that reads a trace takes it; it is the input's, not the command's */
+      p->name = "max-input-size";
+      p->arg = optarg;
+      uint64_t v;
+      if (!cli_opt_bytes(p, &v)) return CLI_OPT_ERROR;
+      cli_input_set_max(v);
+      return cli_opts_next(p);
     }
     if (c != -1) {
       if (c != CLI_OPT_POSITIONAL) p->name = long_name(p, c);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "input.h"
 #include "cli_opts.h"
 #include "cli_status.h"
 #include "replay_run.h"
@@ -29,6 +30,7 @@ static void usage(FILE *f) {
           "On google/minimalloc CSVs the W3 reference rows of docs/ALLOCATORS.md are printed alongside.\n"
           "The simulated device is paged (any free 2 MiB pages serve a request) unless --device-model\n"
           "contiguous asks for first fit; which one cudaMalloc follows is not yet measured.\n");
+  fputs(CLI_INPUT_HELP, f);
 }
 
 static void print_row(const cli_run *r) {
@@ -115,6 +117,7 @@ static const struct option compare_options[] = {
     {"device-model", required_argument, NULL, CMP_DEVICE_MODEL},
     {"json", no_argument, NULL, CMP_JSON},
     {"html", required_argument, NULL, CMP_HTML},
+    CLI_OPT_MAX_INPUT_ENTRY,
     CLI_OPT_HELP_ENTRY,
     {NULL, 0, NULL, 0},
 };

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "input.h"
 #include "cli_opts.h"
 #include "cli_status.h"
 #include "gpurt/doctor.h"
@@ -23,6 +24,7 @@ static void usage(FILE *f) {
              "bytes at the start, the peak and the end, the device calls and OOMs; the allocation sites whose\n"
              "bytes live at the peak changed most (sites matched by their folded frames; the peak as the\n"
              "faithful replay of each snapshot has it); and the final segments only one of them holds.\n");
+  fputs(CLI_INPUT_HELP, f);
 }
 
 typedef struct side {
@@ -152,7 +154,7 @@ static int load_side(side *s, int device) {
 }
 
 int grt_cmd_diff(int argc, char **argv) {
-  static const struct option opts[] = {{"device", required_argument, NULL, 256}, CLI_OPT_HELP_ENTRY, {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"device", required_argument, NULL, 256}, CLI_OPT_MAX_INPUT_ENTRY, CLI_OPT_HELP_ENTRY, {NULL, 0, NULL, 0}};
   cli_opts p;
   cli_opts_init(&p, "diff", argc, argv, opts, false);
   if (p.help) {

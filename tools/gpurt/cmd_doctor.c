@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "input.h"
 #include "cli_opts.h"
 #include "cli_status.h"
 #include "gpurt/doctor.h"
@@ -27,6 +28,7 @@ static void usage(FILE *f) {
           "it saves (the `gpurt whatif` sweep).\n"
           "  --fail-on-oom     exit 3 when the snapshot's own settings OOM at the capacity\n"
           "  --html FILE       also write the snapshot's page (gpurt report: timeline, state, figures)\n");
+  fputs(CLI_INPUT_HELP, f);
 }
 
 enum { DR_CAPACITY = 256, DR_DEVICE, DR_DEVICE_MODEL, DR_JSON, DR_FAIL, DR_HTML };
@@ -38,6 +40,7 @@ static const struct option doctor_options[] = {
     {"json", no_argument, NULL, DR_JSON},
     {"fail-on-oom", no_argument, NULL, DR_FAIL},
     {"html", required_argument, NULL, DR_HTML},
+    CLI_OPT_MAX_INPUT_ENTRY,
     CLI_OPT_HELP_ENTRY,
     {NULL, 0, NULL, 0},
 };

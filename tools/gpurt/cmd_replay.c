@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "input.h"
 #include "cli_opts.h"
 #include "cli_status.h"
 #include "replay_run.h"
@@ -58,6 +59,7 @@ static void usage(FILE *f) {
           "  --rate N          with --serve: trace events per second (default 500; 0 = as fast as possible)\n"
           "  --wait-scrape S   with --serve: start only after the first scrape (or S seconds)\n"
           "  --linger S        with --serve: keep serving S seconds after the replay (default: until Ctrl-C)\n");
+  fputs(CLI_INPUT_HELP, f);
 }
 
 static void print_bytes_row(const char *label, uint64_t v) {
@@ -212,6 +214,7 @@ static const struct option replay_options[] = {
     {"rate", required_argument, NULL, RP_RATE},
     {"wait-scrape", required_argument, NULL, RP_WAIT_SCRAPE},
     {"linger", required_argument, NULL, RP_LINGER},
+    CLI_OPT_MAX_INPUT_ENTRY,
     CLI_OPT_HELP_ENTRY,
     {NULL, 0, NULL, 0},
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "input.h"
 #include "cli_opts.h"
 #include "cli_status.h"
 #include "replay_util.h"
@@ -19,6 +20,7 @@ static void usage(FILE *f) {
              "segments and blocks at any event (jump to the peak, an OOM, a device malloc); and reserved,\n"
              "allocated and largest free block over time, the recorded run's reserved beside the model's.\n"
              "  -o, --output FILE  the page to write\n");
+  fputs(CLI_INPUT_HELP, f);
 }
 
 enum { RP_DEVICE = 256 };
@@ -26,6 +28,7 @@ enum { RP_DEVICE = 256 };
 static const struct option report_options[] = {
     {"output", required_argument, NULL, 'o'},
     {"device", required_argument, NULL, RP_DEVICE},
+    CLI_OPT_MAX_INPUT_ENTRY,
     CLI_OPT_HELP_ENTRY,
     {NULL, 0, NULL, 0},
 };

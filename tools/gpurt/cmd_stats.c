@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "input.h"
 #include "cli_opts.h"
 #include "cli_status.h"
 #include "gpurt/report.h"
@@ -37,6 +38,7 @@ static void usage(FILE *f) {
           "                   json: torch.cuda.memory_stats() keys; snapshot: memory._snapshot()\n"
           "                   segments; prometheus: the /metrics exposition text\n"
           "  --abbreviated    summary without the per-pool rows\n");
+  fputs(CLI_INPUT_HELP, f);
 }
 
 /* name: the `allocator` label (NULL: the policy name); device: the device index.
@@ -181,6 +183,7 @@ static const struct option stats_options[] = {
     {"seed", required_argument, NULL, ST_SEED},
     {"format", required_argument, NULL, ST_FORMAT},
     {"abbreviated", no_argument, NULL, ST_ABBREVIATED},
+    CLI_OPT_MAX_INPUT_ENTRY,
     CLI_OPT_HELP_ENTRY,
     {NULL, 0, NULL, 0},
 };

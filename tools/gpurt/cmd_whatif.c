@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "input.h"
 #include "cli_opts.h"
 #include "cli_status.h"
 #include "gpurt/doctor.h"
@@ -31,6 +32,7 @@ static void usage(FILE *f) {
           "                    colour each (reserved, allocated, largest free block)\n"
           "Every figure comes from a replay by the caching policy on the simulated device named in the\n"
           "header, starting with what was live when recording began allocated under each setting.\n");
+  fputs(CLI_INPUT_HELP, f);
 }
 
 enum { WI_CAPACITY = 256, WI_GOAL, WI_DEVICE, WI_DEVICE_MODEL, WI_SEARCH, WI_THREADS, WI_JSON, WI_CSV, WI_FAIL, WI_HTML };
@@ -46,6 +48,7 @@ static const struct option whatif_options[] = {
     {"csv", no_argument, NULL, WI_CSV},
     {"fail-on-oom", no_argument, NULL, WI_FAIL},
     {"html", required_argument, NULL, WI_HTML},
+    CLI_OPT_MAX_INPUT_ENTRY,
     CLI_OPT_HELP_ENTRY,
     {NULL, 0, NULL, 0},
 };

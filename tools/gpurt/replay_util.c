@@ -1,6 +1,10 @@
 /* replay_util.c — see replay_util.h. */
 #include "replay_util.h"
 
+#include <sys/stat.h>
+
+#include "input.h"
+
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +17,22 @@ grt_trace *cli_load_trace(const char *cmd, const char *path, int device) {
   cfg.device = device;
   grt_trace *t = NULL;
   grt_trace_error err;
-  grt_status st = grt_trace_load(path, &cfg, &t, &err);
+  grt_status st;
+  if (cli_input_needs_reader(path)) { /* stdin, a pipe, a compressed file: read (and decompress) first */
+    unsigned char *data;
+    size_t len;
+    char why[300];
+    if (cli_input_read(path, &data, &len, why, sizeof why))
+      return fprintf(stderr, "gpurt %s: %s: %s\n", cmd, !strcmp(path, "-") ? "standard input" : path, why), NULL;
+    st = grt_trace_load_buffer(data, len, !strcmp(path, "-") ? "<stdin>" : path, &cfg, &t, &err);
+    free(data);
+  } else {
+    struct stat sb;
+    if (!stat(path, &sb) && (uint64_t)sb.st_size > cli_input_max())
+      return fprintf(stderr, "gpurt %s: %s: %llu bytes, more than --max-input-size %llu (give a larger one)\n", cmd,
+                     path, (unsigned long long)sb.st_size, (unsigned long long)cli_input_max()), NULL;
+    st = grt_trace_load(path, &cfg, &t, &err);
+  }
   if (st) {
     char msg[600];
     if (grt_trace_error_format(&err, msg, sizeof msg)) snprintf(msg, sizeof msg, "%s", path); /* no location to add */
@@ -24,6 +43,8 @@ grt_trace *cli_load_trace(const char *cmd, const char *path, int device) {
 }
 
 bool cli_is_native(const char *path) {
+  struct stat sb;
+  if (stat(path, &sb) || !S_ISREG(sb.st_mode)) return false; /* peeking would consume a pipe */
   FILE *f = fopen(path, "rb");
   if (!f) return false;
   char buf[12];

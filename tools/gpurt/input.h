@@ -1,0 +1,32 @@
+/* input.h — how the CLI reads a trace it is given: a file, `-` (standard
+ * input) or a pipe, each possibly gzip- or zstd-compressed (told by the
+ * magic, not the name), read into memory up to --max-input-size bytes
+ * (default 16 GiB) with a clear error past it. Regular uncompressed files
+ * go to the library's own loader (or the streaming reader) untouched. */
+#ifndef GRT_TOOLS_INPUT_H
+#define GRT_TOOLS_INPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CLI_DEFAULT_MAX_INPUT ((uint64_t)16 << 30)
+
+/* The --max-input-size option's entry and its value (0: the default). */
+#define CLI_OPT_MAX_INPUT 0x4d49
+#define CLI_OPT_MAX_INPUT_ENTRY {"max-input-size", required_argument, NULL, CLI_OPT_MAX_INPUT}
+/* The usage line every command that reads a trace prints. */
+#define CLI_INPUT_HELP                                                                                              \
+  "  a trace may be - (standard input), a pipe, or gzip- or zstd-compressed (told by its first bytes);\n"         \
+  "  --max-input-size SIZE caps what is read into memory (default 16G)\n"
+void cli_input_set_max(uint64_t bytes);
+uint64_t cli_input_max(void);
+
+/* True when path must be read through cli_input_read: "-", not a regular
+ * file, or a regular file starting with the gzip or zstd magic. */
+bool cli_input_needs_reader(const char *path);
+/* Reads (and decompresses) all of path into *data (malloc'd), *len bytes.
+ * 0, or -1 after writing the reason into why. */
+int cli_input_read(const char *path, unsigned char **data, size_t *len, char *why, size_t why_size);
+
+#endif
