@@ -22,7 +22,7 @@ from typing import Any, Iterator, Mapping, Sequence, Union
 
 from . import _native
 from ._errors import *  # noqa: F401,F403 - the exception classes are the package's
-from ._errors import BY_STATUS, Error, InvalidArgError, ParseError
+from ._errors import BY_STATUS, Error, InvalidArgError, ParseError, UnsupportedError
 from ._snapshot import snapshot_bytes
 
 __version__ = "0.1.0"
@@ -112,9 +112,39 @@ def load(source: TraceLike, device: int = 0) -> Trace:
     if isinstance(source, (bytes, bytearray, memoryview)):
         return Trace(_native.load_bytes(bytes(source), "<bytes>", device))
     if isinstance(source, (str, os.PathLike)):
-        return Trace(_native.load_path(os.fspath(source), device))
+        path = os.fspath(source)
+        data = _decompressed(path)
+        if data is not None:
+            return Trace(_native.load_bytes(data, path, device))
+        return Trace(_native.load_path(path, device))
     raise InvalidArgError(f"cannot load a {type(source).__name__}: give a path, a snapshot dict or bytes",
                           "GRT_ERR_INVALID_ARG", 1)
+
+
+def _decompressed(path: str) -> bytes | None:
+    """A gzip or zstd file's bytes (told by the magic, as the CLI tells them); None for any other file."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError:
+        return None  # the C loader says why it cannot open it
+    if magic[:2] == b"\x1f\x8b":
+        import gzip  # noqa: PLC0415
+
+        with gzip.open(path, "rb") as f:
+            return f.read()
+    if magic == b"\x28\xb5\x2f\xfd":
+        try:
+            from compression import zstd  # noqa: PLC0415  (Python 3.14)
+        except ImportError:
+            try:
+                import zstandard as zstd  # noqa: PLC0415
+            except ImportError:
+                raise UnsupportedError(f"{path}: a zstd file needs Python 3.14's compression.zstd or the zstandard "
+                                       "package; or decompress it first (zstd -d)", "GRT_ERR_UNSUPPORTED", 15) from None
+        with open(path, "rb") as f:
+            return zstd.decompress(f.read())
+    return None
 
 
 def _trace(t: TraceLike) -> Trace:

@@ -70,3 +70,12 @@ def test_shared_fidelity_is_exact():
     path = shared_snapshot("MAGMA27_memory_snapshot.pickle")
     f = gpurt.fidelity(gpurt.load(trusted_dict(path)))
     assert f["allocs"] > 1000 and f["exact"] == f["allocs"]
+
+
+def test_gzip_file_equals_plain(snapshot, tmp_path):
+    import gzip
+
+    plain, packed = tmp_path / "s.pickle", tmp_path / "s.pickle.gz"
+    plain.write_bytes(pickle.dumps(snapshot))
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert gpurt.replay(str(packed)).as_dict() | {"trace": ""} == gpurt.replay(str(plain)).as_dict() | {"trace": ""}
