@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (clang, ASan+UBSan) and runs each on its saved
 # seed corpus in fuzz/corpus/<harness>/: the trace readers (native, pytorch,
-# rmm, minimalloc) and alloc_api (sequences of allocator and device calls).
+# rmm, minimalloc), the safetensors header reader and alloc_api (sequences of
+# allocator and device calls).
 # New inputs libFuzzer finds go to build/fuzz/work/<harness>/ (not the
 # repository); crashes land in build/fuzz/crash-<harness>-*. Exits nonzero if
 # any harness fails. Each harness prints its executed-units count.
@@ -25,7 +26,7 @@ case "${1:-}" in
   "") ;;
   *) secs=$1 ;;
 esac
-harnesses=(${GRT_FUZZ_HARNESSES:-native pytorch rmm minimalloc alloc_api})
+harnesses=(${GRT_FUZZ_HARNESSES:-native pytorch rmm minimalloc safetensors alloc_api})
 dir=build/fuzz
 # alloc_api is built separately with edge coverage only (no comparison
 # tracing): its bytes pick calls and sizes, which the comparison hints of
