@@ -223,7 +223,7 @@ grt_status grt_load_safetensors(const char *path, const grt_load_config *cfg, gr
   if (!s) s = cfg->cuda_stream ? (l->dev = cfg->cuda_device, GRT_OK) : grt_exec_get_device(cfg->exec, &l->dev);
   if (!s) s = alloc_device(l, cfg->blob, err);
   if (!s && (s = grt__copier_open(&ld.copy, cfg, cfg->buffers)))
-    grt__io_fail(err, s, NULL, false, 0, "cannot create the copy stream and its events");
+    s = grt__io_fail(err, s, NULL, false, 0, "cannot create the copy stream and its events");
   if (!s) s = run_method(&ld);
   grt_status c = grt__copier_close(&ld.copy); /* every copy ends before the buffers it reads go */
   if (!s && c) s = grt__io_fail(err, c, NULL, false, 0, "the copy stream failed");

@@ -91,7 +91,7 @@ static grt_status ship(pipe_state *p, uint64_t c, uint64_t got) {
                         (unsigned long long)chunk_len(p, c));
   grt_status s = grt__load_copy(ld, off, sl->buf, got);
   if (!s && (s = grt__copier_mark(&ld->copy, (unsigned)(c % p->k))))
-    grt__io_fail(ld->err, s, NULL, false, 0, "cannot record the copy's event");
+    s = grt__io_fail(ld->err, s, NULL, false, 0, "cannot record the copy's event");
   if (s) return s;
   sl->busy = true;
   uint64_t lo = off > ld->l->st->data_offset ? off : ld->l->st->data_offset;
