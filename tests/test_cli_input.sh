@@ -35,8 +35,13 @@ err=$("$GPURT" stats /dev/zero --max-input-size 8M 2>&1); rc=$?
 [ $rc -eq 1 ] && grep -q "more than --max-input-size 8388608 bytes" <<<"$err" || fail "/dev/zero: exit $rc: $err"
 err=$(yes | "$GPURT" replay - --max-input-size 1M 2>&1); rc=$?
 [ $rc -eq 1 ] && grep -q "standard input: more than --max-input-size 1048576" <<<"$err" || fail "endless pipe: exit $rc: $err"
-err=$( (ulimit -v 400000; "$GPURT" stats /dev/zero) 2>&1); rc=$?
-[ $rc -eq 1 ] && grep -q "out of host memory at" <<<"$err" || fail "/dev/zero under a memory limit: exit $rc: $err"
+# a sanitizer's shadow memory cannot live under an address-space limit: that case is the plain build's
+if grep -qE '^GRT_SANITIZE:STRING=.+' "$(dirname "$GPURT")/../CMakeCache.txt" 2>/dev/null; then
+  echo "note: /dev/zero under ulimit -v is not run in a sanitizer build"
+else
+  err=$( (ulimit -v 400000; "$GPURT" stats /dev/zero) 2>&1); rc=$?
+  [ $rc -eq 1 ] && grep -q "out of host memory at" <<<"$err" || fail "/dev/zero under a memory limit: exit $rc: $err"
+fi
 err=$("$GPURT" replay "$plain" --max-input-size 100 2>&1); rc=$?
 [ $rc -eq 1 ] && grep -q "more than --max-input-size 100" <<<"$err" || fail "a regular file above the cap: $err"
 head -c 60 "$tmp/a.gz" >"$tmp/cut.gz"
