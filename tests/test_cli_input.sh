@@ -44,6 +44,11 @@ else
 fi
 err=$("$GPURT" replay "$plain" --max-input-size 100 2>&1); rc=$?
 [ $rc -eq 1 ] && grep -q "more than --max-input-size 100" <<<"$err" || fail "a regular file above the cap: $err"
+size=$(stat -c %s "$plain") # the cap is exact, for a file and for what a decoder writes
+for f in "$plain" "$tmp/a.gz" "$tmp/a.zst"; do
+  "$GPURT" stats "$f" --max-input-size "$size" >/dev/null 2>"$tmp/err" || fail "$f at exactly the cap: $(cat "$tmp/err")"
+  "$GPURT" stats "$f" --max-input-size $((size - 1)) >/dev/null 2>&1 && fail "$f one byte above the cap was read"
+done
 head -c 60 "$tmp/a.gz" >"$tmp/cut.gz"
 err=$("$GPURT" replay "$tmp/cut.gz" 2>&1); rc=$?
 [ $rc -eq 1 ] && grep -q "the gzip stream ends early" <<<"$err" || fail "a cut gzip: $err"

@@ -41,11 +41,16 @@ typedef struct out {
   size_t len, cap;
 } out;
 
-/* Room for `more` bytes within the limit; -1 (why set) past it or without memory. */
+/* -1 (why set) once the input holds more than the limit. */
+static int over(const out *o, size_t more, char *why, size_t why_size) {
+  if ((uint64_t)o->len + more <= max_input) return 0;
+  return snprintf(why, why_size, "more than --max-input-size %llu bytes (the input is cut off there: give a larger "
+                                 "--max-input-size)", (unsigned long long)max_input), -1;
+}
+
+/* Room for `more` bytes; -1 (why set) without memory. A decoder's room may pass the limit by one
+ * chunk: what it wrote is checked after. */
 static int grow(out *o, size_t more, char *why, size_t why_size) {
-  if ((uint64_t)o->len + more > max_input)
-    return snprintf(why, why_size, "more than --max-input-size %llu bytes (the input is cut off there: give a larger "
-                                   "--max-input-size)", (unsigned long long)max_input), -1;
   if (o->len + more <= o->cap) return 0;
   size_t cap = o->cap ? o->cap : 1 << 20;
   while (cap < o->len + more) cap *= 2;
@@ -76,13 +81,14 @@ static int drain(FILE *f, int k, const unsigned char *head, size_t n, out *o, ch
       break;
     }
     if (k == PLAIN) {
-      if (!(rc = grow(o, have, why, why_size))) memcpy(o->p + o->len, in, have), o->len += have;
+      if (!(rc = over(o, have, why, why_size)) && !(rc = grow(o, have, why, why_size)))
+        memcpy(o->p + o->len, in, have), o->len += have;
       continue;
     }
     ZSTD_inBuffer zi = {in, have, 0};
     z.next_in = in, z.avail_in = (uInt)have;
     while (!rc && (k == GZIP ? z.avail_in > 0 : zi.pos < zi.size)) {
-      if ((rc = grow(o, CHUNK, why, why_size))) break;
+      if ((rc = over(o, 0, why, why_size)) || (rc = grow(o, CHUNK, why, why_size))) break;
       if (k == GZIP) {
         z.next_out = o->p + o->len, z.avail_out = CHUNK;
         int zr = inflate(&z, Z_NO_FLUSH);
@@ -101,6 +107,7 @@ static int drain(FILE *f, int k, const unsigned char *head, size_t n, out *o, ch
       }
     }
   }
+  if (!rc) rc = over(o, 0, why, why_size); /* the decoder's last chunk */
   if (k == GZIP) inflateEnd(&z);
   ZSTD_freeDStream(zs);
   free(in);
