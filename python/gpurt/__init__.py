@@ -206,6 +206,9 @@ def replay(trace: TraceLike, conf: str | None = None, capacity: Size | None = No
     1 TiB; a capacity turns recorded placement into first fit); ``device`` loads that
     device of a snapshot file; ``search`` also finds the smallest zero-OOM capacity
     (default: for traces under 2M events); ``series`` keeps per-event figures."""
+    if isinstance(trace, Trace) and device is not None and device != trace.device:
+        raise InvalidArgError(f"device={device}, but the trace was loaded for device {trace.device}: "
+                              f"load it again with gpurt.load(path, device={device})", "GRT_ERR_INVALID_ARG", 1)
     t = load(trace, device) if device is not None and not isinstance(trace, Trace) else _trace(trace)
     figures = _native.replay(t._t, policy=policy, conf=conf, capacity=parse_size(capacity), placement=placement,
                              device_model=device_model, honor_releases=honor_releases, series=series,

@@ -143,18 +143,21 @@ static PyObject *alloc_record_stream(AllocatorObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-static PyObject *alloc_empty_cache(AllocatorObject *self, PyObject *unused) {
-  (void)unused;
-  grt_status st = self->a ? grt_alloc_empty_cache(self->a) : GRT_ERR_DESTROYED;
+/* A call with no argument but the allocator: None, or the error. */
+static PyObject *alloc_call(AllocatorObject *self, grt_status (*fn)(grt_allocator *)) {
+  grt_status st = self->a ? fn(self->a) : GRT_ERR_DESTROYED;
   if (st) return alloc_fail(self, st);
   Py_RETURN_NONE;
 }
 
+static PyObject *alloc_empty_cache(AllocatorObject *self, PyObject *unused) {
+  (void)unused;
+  return alloc_call(self, grt_alloc_empty_cache);
+}
+
 static PyObject *alloc_reset_peak(AllocatorObject *self, PyObject *unused) {
   (void)unused;
-  grt_status st = self->a ? grt_alloc_reset_peak_stats(self->a) : GRT_ERR_DESTROYED;
-  if (st) return alloc_fail(self, st);
-  Py_RETURN_NONE;
+  return alloc_call(self, grt_alloc_reset_peak_stats);
 }
 
 /* memory_stats() as JSON text (flat "allocated_bytes.all.current" keys). */

@@ -63,9 +63,13 @@ def test_conf_and_policies():
     assert "bogus" in str(e.value)
     with pytest.raises(gpurt.NotFoundError):
         gpurt.Allocator(dev, policy="nosuch")
+    a.reset_peak_stats()
+    a.empty_cache()
     a.close()
     with pytest.raises(gpurt.DestroyedError):
         a.malloc(1)
+    with pytest.raises(gpurt.DestroyedError):
+        a.empty_cache()
 
 
 def test_sizes():

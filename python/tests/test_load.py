@@ -79,3 +79,11 @@ def test_gzip_file_equals_plain(snapshot, tmp_path):
     plain.write_bytes(pickle.dumps(snapshot))
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     assert gpurt.replay(str(packed)).as_dict() | {"trace": ""} == gpurt.replay(str(plain)).as_dict() | {"trace": ""}
+
+
+def test_replay_device_must_match_the_loaded_one(snapshot):
+    t = gpurt.load(snapshot)
+    assert gpurt.replay(t, device=0).events == 5
+    with pytest.raises(gpurt.InvalidArgError) as e:
+        gpurt.replay(t, device=1)
+    assert "loaded for device 0" in str(e.value)

@@ -180,7 +180,8 @@ static grt_status run_uring(pipe_state *p) {
       inflight--;
       if (res < 0) s = read_failed(p, c, -res);
       else if (res > 0 && (got[c] += (uint64_t)res) < chunk_len(p, c)) { /* a short read: ask for the rest */
-        if (!(s = submit_read(p, c, got[c]))) inflight++, s = io_uring_submit(&p->ring) < 0 ? GRT_ERR_IO : GRT_OK;
+        if (!(s = submit_read(p, c, got[c])) && (inflight++, io_uring_submit(&p->ring) < 0))
+          s = grt__io_fail(p->ld->err, GRT_ERR_IO, NULL, false, 0, "io_uring_submit failed");
       } else ready[c] = true;
     }
     /* copies go in file order: chunk shipped waits for its own read only */
