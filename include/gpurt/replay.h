@@ -151,6 +151,14 @@ GRT_API GRT_MUST_CHECK grt_status grt_replay_stream_file(const char *path, const
                                                          grt_replay_summary *out,
                                                          grt_trace_error *err);
 
+/* Feeds every event of the native trace file at path to r (from
+ * grt_replay_create), on the calling thread, as the streaming reader parses
+ * them: memory follows the live allocations, not the file. err (may be NULL)
+ * gets the line of a failure and, when the replay refused the event, the
+ * replay's reason. r stays valid either way: its allocator can be inspected
+ * after the last event (or the failing one). */
+GRT_API GRT_MUST_CHECK grt_status grt_replay_feed_native_file(grt_replay *r, const char *path, grt_trace_error *err);
+
 GRT_API GRT_MUST_CHECK grt_status grt_replay_get_summary(const grt_replay *r, grt_replay_summary *out);
 /* The state now (what the series would record after the last event). */
 GRT_API GRT_MUST_CHECK grt_status grt_replay_sample_now(grt_replay *r, grt_replay_sample *out);

@@ -127,14 +127,20 @@ static grt_status feed_one(void *ctx, const grt_trace_event *ev, grt_stream_id s
   return grt_replay_feed(ctx, ev, stream);
 }
 
+grt_status grt_replay_feed_native_file(grt_replay *r, const char *path, grt_trace_error *err) {
+  if (!r || !path) return GRT_ERR_INVALID_ARG;
+  grt_status st = grt_trace_read_native_stream(path, feed_one, r, err);
+  if (st && err && r->err[0]) snprintf(err->reason, sizeof err->reason, "%.200s", r->err);
+  return st;
+}
+
 /* One thread: the reader calls the replay directly (errors get their line). */
 static grt_status run_serial(const char *path, const grt_replay_config *cfg, grt_replay_summary *out,
                              grt_trace_error *err) {
   grt_replay *r;
   grt_status st = grt_replay_create(cfg, NULL, &r);
   if (st) return st;
-  st = grt_trace_read_native_stream(path, feed_one, r, err);
-  if (st && err && r->err[0]) snprintf(err->reason, sizeof err->reason, "%.200s", r->err);
+  st = grt_replay_feed_native_file(r, path, err);
   if (!st) st = grt_replay_get_summary(r, out);
   grt__keep_first(&st, grt_replay_destroy(r));
   return st;

@@ -128,8 +128,42 @@ static int stats_loaded(const grt_trace *t, const char *path, const cli_run_opts
   return rc;
 }
 
+/* A big native file streams through the replay (memory follows the live
+ * allocations, not the events), as `gpurt replay` does; no frames then. */
+static int stats_streamed(const char *path, const cli_run_opts *o, const char *format, int abbreviated) {
+  grt_replay_config c;
+  cli_run_config(o, &c);
+  c.record_series = false;
+  cli_progress prog;
+  cli_progress_init(&prog, cli_basename(path), 0);
+  c.on_step = cli_progress_step;
+  c.step_ctx = &prog;
+  grt_replay *r;
+  grt_status st = grt_replay_create(&c, NULL, &r);
+  if (st) return cli_fail_status("stats", "grt_replay_create", st, NULL);
+  grt_trace_error err;
+  memset(&err, 0, sizeof err);
+  st = grt_replay_feed_native_file(r, path, &err);
+  cli_progress_done(&prog);
+  int rc = 0;
+  cli_first f = CLI_FIRST_INIT;
+  if (st) {
+    char msg[600];
+    if (grt_trace_error_format(&err, msg, sizeof msg)) snprintf(msg, sizeof msg, "%s", cli_basename(path));
+    fprintf(stderr, "gpurt stats: %s (%s)\n", msg, grt_status_str(st));
+    rc = 1;
+  } else if (print_report(grt_replay_allocator(r), grt_replay_device(r), NULL, o->device, format, abbreviated, NULL,
+                          &f)) {
+    rc = cli_fail_first("stats", &f);
+  }
+  st = grt_replay_destroy(r);
+  if (st && !rc) rc = cli_fail_status("stats", "grt_replay_destroy", st, NULL); /* else: the first is reported */
+  return rc;
+}
+
 /* Replays a trace to its end, then reports on the replay's allocator. */
 static int stats_trace(const char *path, const cli_run_opts *o, const char *format, int abbreviated) {
+  if (strcmp(format, "snapshot") && cli_streams(path)) return stats_streamed(path, o, format, abbreviated);
   grt_trace *t = cli_load_trace("stats", path, o->device);
   if (!t) return 1;
   int rc = stats_loaded(t, path, o, format, abbreviated);

@@ -11,7 +11,6 @@
 #include "replay_util.h"
 
 #define SEARCH_AUTO_MAX_EVENTS 2000000u
-#define STREAM_MIN_BYTES ((uint64_t)32 << 20)
 
 void cli_run_opts_default(cli_run_opts *o) {
   memset(o, 0, sizeof *o);
@@ -228,9 +227,7 @@ static int stream_run(const char *path, const cli_run_opts *o, cli_run *run) {
 
 int cli_run_trace(const char *path, const cli_run_opts *o, cli_run *run) {
   /* big native files stream (memory follows the live allocations); small ones load, for the search */
-  struct stat sb;
-  bool big = stat(path, &sb) == 0 && (uint64_t)sb.st_size > STREAM_MIN_BYTES;
-  if (cli_is_native(path) && !o->series && !o->snapshots && (o->search == 0 || (o->search == -1 && big)))
+  if (cli_is_native(path) && !o->series && !o->snapshots && (o->search == 0 || (o->search == -1 && cli_streams(path))))
     return stream_run(path, o, run);
   grt_trace *t = cli_load_trace(o->cmd, path, o->device);
   if (!t) return 1;

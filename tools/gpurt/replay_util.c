@@ -53,6 +53,14 @@ bool cli_is_native(const char *path) {
   return n >= 11 && !memcmp(buf, "gpurt-trace", 11);
 }
 
+/* Below this, loading costs little and lets the replay search capacities. */
+#define STREAM_MIN_BYTES ((uint64_t)32 << 20)
+
+bool cli_streams(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 && (uint64_t)sb.st_size > STREAM_MIN_BYTES && cli_is_native(path);
+}
+
 const char *cli_basename(const char *path) {
   const char *s = strrchr(path, '/');
   return s ? s + 1 : path;

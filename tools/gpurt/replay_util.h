@@ -14,6 +14,9 @@
 grt_trace *cli_load_trace(const char *cmd, const char *path, int device);
 /* True when the file starts with the native magic. */
 bool cli_is_native(const char *path);
+/* True for a native file big enough to stream rather than load (loading
+ * holds every event; streaming only the live allocations). */
+bool cli_streams(const char *path);
 /* The file name without its directories. */
 const char *cli_basename(const char *path);
 /* The paths "dir/name" of the files in dir whose name ends with suffix, in
