@@ -241,6 +241,35 @@ static void test_errors_have_context(void **state) {
   assert_int_equal(grt_replay_stream_file("/nonexistent/x.trace", NULL, &s, &err), GRT_ERR_IO);
 }
 
+/* feeding a caller's replay from a file: the allocator is inspectable after
+ * the last event, and after a refused one, which names its line */
+static void test_feed_native_file(void **state) {
+  (void)state;
+  char *path = write_temp("gpurt-trace 1\nalloc 1 1000 0\nalloc 2 3000 7\nfree_completed 1 1000 0\n");
+  grt_replay *r;
+  assert_int_equal(grt_replay_create(NULL, NULL, &r), GRT_OK);
+  grt_trace_error err;
+  assert_int_equal(grt_replay_feed_native_file(r, path, &err), GRT_OK);
+  assert_int_equal(grt_replay_position(r), 3);
+  grt_alloc_stats st;
+  assert_int_equal(grt_alloc_get_stats(grt_replay_allocator(r), &st), GRT_OK);
+  assert_int_equal(st.allocation[GRT_STAT_ALL].current, 1);
+  assert_int_equal(st.requested_bytes[GRT_STAT_ALL].current, 3000);
+  unlink(path);
+  free(path);
+  path = write_temp("gpurt-trace 1\nalloc 3 10\nalloc 2 20\n");
+  assert_int_equal(grt_replay_feed_native_file(r, path, &err), GRT_ERR_PARSE);
+  assert_int_equal(err.line, 3);
+  assert_non_null(strstr(err.reason, "still live"));
+  assert_int_equal(grt_replay_position(r), 4); /* the refused event changed nothing */
+  assert_int_equal(grt_replay_feed_native_file(r, "/nonexistent/x.trace", &err), GRT_ERR_IO);
+  assert_int_equal(grt_replay_feed_native_file(NULL, path, &err), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_replay_feed_native_file(r, NULL, &err), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_replay_destroy(r), GRT_OK);
+  unlink(path);
+  free(path);
+}
+
 /* recorded placement: the device hands out the segment_alloc address */
 static void test_recorded_placement(void **state) {
   (void)state;
@@ -268,7 +297,7 @@ int main(void) {
       cmocka_unit_test(test_naive_oom_point),      cmocka_unit_test(test_min_capacity),
       cmocka_unit_test(test_caching_release),      cmocka_unit_test(test_step_and_callback),
       cmocka_unit_test(test_stream_matches_loaded), cmocka_unit_test(test_errors_have_context),
-      cmocka_unit_test(test_recorded_placement),
+      cmocka_unit_test(test_recorded_placement),      cmocka_unit_test(test_feed_native_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
