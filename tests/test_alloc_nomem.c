@@ -434,6 +434,40 @@ static void test_bins_reserved_inserts(void **state) {
   grt__bins_destroy(b);
 }
 
+/* Outgrowing the inline entries needs memory: without it the insert (or the
+ * reservation) fails and the set is what it was. */
+static void test_bins_outgrow_inline(void **state) {
+  (void)state;
+  grt__bins *b;
+  assert_int_equal(grt__bins_create(&b), GRT_OK);
+  nomem_all();
+  for (uint64_t i = 0; i < 8; i++) assert_int_equal(grt__bins_insert(b, 4096 - 512 * i, i, NULL), GRT_OK);
+  assert_int_equal(grt__bins_reserve(b, 0), GRT_OK);
+  assert_int_equal(grt__bins_insert(b, 512, 99, NULL), GRT_ERR_NOMEM);
+  assert_int_equal(grt__bins_reserve(b, 1), GRT_ERR_NOMEM);
+  assert_true(grt__bins_erase(b, 4096, 0));
+  assert_int_equal(grt__bins_reserve(b, 1), GRT_OK); /* room inline again */
+  nomem_disarm();
+  assert_int_equal(grt__bins_count(b), 7);
+  grt__bin_entry e;
+  assert_true(grt__bins_first(b, &e));
+  assert_int_equal(e.size, 512);
+  assert_true(grt__bins_last(b, &e));
+  assert_int_equal(e.size, 3584);
+  assert_false(grt__bins_lower_bound(b, 3585, 0, &e));
+  assert_int_equal(grt__bins_insert(b, 512, 99, NULL), GRT_OK);
+  assert_int_equal(grt__bins_insert(b, 100, 5, NULL), GRT_OK); /* the ninth: now an index */
+  assert_int_equal(grt__bins_insert(b, 100, 5, NULL), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt__bins_count(b), 9);
+  assert_true(grt__bins_first(b, &e));
+  assert_int_equal(e.size, 100);
+  assert_true(grt__bins_next(b, 512, 7, &e));
+  assert_int_equal(e.addr, 99);
+  assert_true(grt__bins_prev(b, 512, 7, &e));
+  assert_int_equal(e.size, 100);
+  grt__bins_destroy(b);
+}
+
 /* A test stopped by a failed assertion may leave a failure armed. */
 static int disarm(void **state) {
   (void)state;
@@ -459,9 +493,10 @@ int main(void) {
       {.name = "async", .policy = "async"},
   };
   enum { N_CONFIGS = sizeof configs / sizeof configs[0] };
-  struct CMUnitTest tests[2 * N_CONFIGS + 1];
+  struct CMUnitTest tests[2 * N_CONFIGS + 2];
   size_t n = 0;
   tests[n++] = (struct CMUnitTest)cmocka_unit_test_setup(test_bins_reserved_inserts, disarm);
+  tests[n++] = (struct CMUnitTest)cmocka_unit_test_setup(test_bins_outgrow_inline, disarm);
   for (size_t i = 0; i < N_CONFIGS; i++)
     tests[n++] = (struct CMUnitTest){"create", create_config, disarm, NULL, &configs[i]};
   for (size_t i = 0; i < N_CONFIGS; i++)

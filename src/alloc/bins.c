@@ -1,4 +1,11 @@
-/* bins.c — grt__bins as a size-class index: exact best fit at O(1)-class cost.
+/* bins.c — grt__bins: a few entries inline, else a size-class index with
+ * exact best fit at O(1)-class cost.
+ *
+ * A set of at most TINY_MAX entries is one sorted inline array: most streams
+ * hold a handful of free blocks, and the index below costs ~8 KiB of class
+ * table before its first entry (50,000 streams: 400 MB). The first insert
+ * (or reservation) that could take the set past TINY_MAX moves the entries
+ * into an index, for good: the answers are the same in either form.
  *
  * Keys (size, addr) are ordered lexicographically. Sizes map to classes that
  * partition the size axis into consecutive intervals (TLSF-style): sizes below
@@ -22,7 +29,7 @@
  * ARRAY_MIN (the gap avoids thrashing; the tree keeps its nodes pooled), so
  * no operation degrades to a long shift.
  *
- * Reservations (grt__bins_reserve): a step that must not fail halfway first
+ * Reservations (ix_reserve): a step that must not fail halfway first
  * makes room for the inserts it will do, whatever their keys; an insert
  * needs at most one chunk of at most ARRAY_MAX entries, or tree nodes (one, or
  * ARRAY_MAX + 1 when its class moves into a tree). So a reservation of n
@@ -64,6 +71,8 @@ typedef struct entry {
   void *value;
 } entry;
 
+typedef struct bins_index bins_index;
+
 /* 8 bytes, so a lookup's class and its neighbours share a cache line. */
 typedef struct size_class {
   uint32_t chunk;  /* first entry of this class's chunk in the slab, or NO_CHUNK */
@@ -72,7 +81,7 @@ typedef struct size_class {
   uint8_t in_tree; /* 1: the entries live in trees[c], chunk is NO_CHUNK */
 } size_class;
 
-struct grt__bins {
+struct bins_index {
   uint64_t summary;       /* bit w: words[w] != 0 */
   uint64_t words[NWORDS]; /* bit c: class c non-empty */
   size_t count;
@@ -102,18 +111,18 @@ static inline bool key_less(uint64_t s1, uint64_t a1, uint64_t s2, uint64_t a2) 
   return (s1 < s2) | ((s1 == s2) & (a1 < a2)); /* no short-circuit: no branches */
 }
 
-static inline void mark(grt__bins *b, unsigned c) {
+static inline void mark(bins_index *b, unsigned c) {
   b->words[c >> 6] |= 1ULL << (c & 63);
   b->summary |= 1ULL << (c >> 6);
 }
 
-static inline void unmark(grt__bins *b, unsigned c) {
+static inline void unmark(bins_index *b, unsigned c) {
   uint64_t w = b->words[c >> 6] &= ~(1ULL << (c & 63));
   if (!w) b->summary &= ~(1ULL << (c >> 6));
 }
 
 /* First non-empty class >= c, or NCLASS. */
-static inline unsigned find_ge(const grt__bins *b, unsigned c) {
+static inline unsigned find_ge(const bins_index *b, unsigned c) {
   if (c >= NCLASS) return NCLASS;
   unsigned w = c >> 6;
   uint64_t m = b->words[w] & (~0ULL << (c & 63));
@@ -125,7 +134,7 @@ static inline unsigned find_ge(const grt__bins *b, unsigned c) {
 }
 
 /* Last non-empty class <= c (c < NCLASS), or NCLASS. */
-static unsigned find_le(const grt__bins *b, unsigned c) {
+static unsigned find_le(const bins_index *b, unsigned c) {
   unsigned w = c >> 6;
   uint64_t m = b->words[w] & (~0ULL >> (63 - (c & 63)));
   if (m) return (w << 6) | (63u - (unsigned)__builtin_clzll(m));
@@ -159,41 +168,41 @@ static inline void shift_down(entry *e, uint32_t i, uint32_t n) {
   for (uint32_t j = i; j + 1 < n; j++) e[j] = e[j + 1];
 }
 
-static inline entry *chunk_of(const grt__bins *b, const size_class *k) { return b->slab + k->chunk; }
+static inline entry *chunk_of(const bins_index *b, const size_class *k) { return b->slab + k->chunk; }
 
 static inline bool put(const entry *e, grt__bin_entry *out) {
   if (out) *out = (grt__bin_entry){e->size, e->addr, e->value};
   return true;
 }
 
-static bool class_min(const grt__bins *b, unsigned c, grt__bin_entry *out) {
+static bool class_min(const bins_index *b, unsigned c, grt__bin_entry *out) {
   if (c >= NCLASS) return false;
   const size_class *k = &b->cls[c];
   if (k->in_tree) return grt__otree_first(b->trees[c], out);
   return put(chunk_of(b, k), out);
 }
 
-static bool class_max(const grt__bins *b, unsigned c, grt__bin_entry *out) {
+static bool class_max(const bins_index *b, unsigned c, grt__bin_entry *out) {
   if (c >= NCLASS) return false;
   const size_class *k = &b->cls[c];
   if (k->in_tree) return grt__otree_last(b->trees[c], out);
   return put(chunk_of(b, k) + k->n - 1, out);
 }
 
-static inline bool has_tree(const grt__bins *b, unsigned c) { return b->trees && b->trees[c]; }
-static inline void set_near(grt__bins *b, unsigned c) {
+static inline bool has_tree(const bins_index *b, unsigned c) { return b->trees && b->trees[c]; }
+static inline void set_near(bins_index *b, unsigned c) {
   uint64_t bit = 1ULL << (c & 63);
   b->n_near += !(b->near[c >> 6] & bit);
   b->near[c >> 6] |= bit;
 }
-static inline void clear_near(grt__bins *b, unsigned c) {
+static inline void clear_near(bins_index *b, unsigned c) {
   uint64_t bit = 1ULL << (c & 63);
   b->n_near -= !!(b->near[c >> 6] & bit);
   b->near[c >> 6] &= ~bit;
 }
 
 /* Unused slab entries for at least `need` more (the slab grows when short). */
-static bool slab_room(grt__bins *b, uint64_t need) {
+static bool slab_room(bins_index *b, uint64_t need) {
   if (b->slab_cap - b->slab_used >= need) return true;
   if (b->slab_used + need > (UINT32_MAX >> 2)) return false;
   uint64_t cap = b->slab_cap ? b->slab_cap * 2ull : 256;
@@ -207,7 +216,7 @@ static bool slab_room(grt__bins *b, uint64_t need) {
 
 /* A chunk of 1 << lg entries: recycled LIFO (still cached), else carved from
  * the slab, leaving `keep` unused entries there for reserved inserts. */
-static uint32_t chunk_get(grt__bins *b, unsigned lg, uint64_t keep) {
+static uint32_t chunk_get(bins_index *b, unsigned lg, uint64_t keep) {
   uint32_t i = b->free_chunk[lg];
   if (i != NO_CHUNK) {
     b->free_chunk[lg] = (uint32_t)b->slab[i].size;
@@ -221,18 +230,18 @@ static uint32_t chunk_get(grt__bins *b, unsigned lg, uint64_t keep) {
 }
 
 /* Pooled nodes in trees[c] for n inserts, lent from the store when it has them. */
-static void lend_nodes(grt__bins *b, unsigned c, size_t n) {
+static void lend_nodes(bins_index *b, unsigned c, size_t n) {
   size_t have = grt__otree_spare(b->trees[c]);
   if (have < n && b->store) grt__otree_lend(b->trees[c], b->store, n - have);
 }
 
-static void chunk_put(grt__bins *b, uint32_t i, unsigned lg) {
+static void chunk_put(bins_index *b, uint32_t i, unsigned lg) {
   b->slab[i].size = b->free_chunk[lg];
   b->free_chunk[lg] = i;
 }
 
-grt_status grt__bins_create(grt__bins **out) {
-  grt__bins *b = calloc(1, sizeof *b);
+static grt_status ix_create(bins_index **out) {
+  bins_index *b = calloc(1, sizeof *b);
   if (!b) return GRT_ERR_NOMEM;
   for (unsigned lg = 0; lg <= MAX_LOG2CAP; lg++) b->free_chunk[lg] = NO_CHUNK;
   for (unsigned c = 0; c < NCLASS; c++) b->cls[c].chunk = NO_CHUNK;
@@ -240,7 +249,7 @@ grt_status grt__bins_create(grt__bins **out) {
   return GRT_OK;
 }
 
-void grt__bins_destroy(grt__bins *b) {
+static void ix_destroy(bins_index *b) {
   if (!b) return;
   if (b->trees)
     for (unsigned c = 0; c < NCLASS; c++) grt__otree_destroy(b->trees[c]);
@@ -251,7 +260,7 @@ void grt__bins_destroy(grt__bins *b) {
 }
 
 /* Moves a full array class (ARRAY_MAX entries) into its tree. On failure nothing changed. */
-static grt_status to_tree(grt__bins *b, unsigned c) {
+static grt_status to_tree(bins_index *b, unsigned c) {
   size_class *k = &b->cls[c];
   if (!b->trees && !(b->trees = calloc(NCLASS, sizeof *b->trees))) return GRT_ERR_NOMEM;
   if (!b->trees[c]) {
@@ -277,7 +286,7 @@ static grt_status to_tree(grt__bins *b, unsigned c) {
 
 /* Moves a small tree class back into an array chunk; stays a tree if no chunk
  * can be had (still correct, only slower). The tree keeps its nodes pooled. */
-static void to_array(grt__bins *b, unsigned c) {
+static void to_array(bins_index *b, unsigned c) {
   size_class *k = &b->cls[c];
   uint32_t ch = chunk_get(b, MAX_LOG2CAP, (uint64_t)ARRAY_MAX * b->promised);
   if (ch == NO_CHUNK) return;
@@ -294,7 +303,7 @@ static void to_array(grt__bins *b, unsigned c) {
   b->tree_classes--;
 }
 
-grt_status grt__bins_insert(grt__bins *b, uint64_t size, uint64_t addr, void *value) {
+static grt_status ix_insert(bins_index *b, uint64_t size, uint64_t addr, void *value) {
   unsigned c = class_of(size);
   size_class *k = &b->cls[c];
   b->promised -= b->promised != 0; /* this insert uses one reserved; the slab keeps room for the rest */
@@ -336,7 +345,7 @@ grt_status grt__bins_insert(grt__bins *b, uint64_t size, uint64_t addr, void *va
   return GRT_OK;
 }
 
-bool grt__bins_erase(grt__bins *b, uint64_t size, uint64_t addr) {
+static bool ix_erase(bins_index *b, uint64_t size, uint64_t addr) {
   unsigned c = class_of(size);
   size_class *k = &b->cls[c];
   if (k->in_tree) {
@@ -355,7 +364,7 @@ bool grt__bins_erase(grt__bins *b, uint64_t size, uint64_t addr) {
   return true;
 }
 
-bool grt__bins_lower_bound(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_entry *out) {
+static bool ix_lower_bound(const bins_index *b, uint64_t size, uint64_t addr, grt__bin_entry *out) {
   unsigned c = class_of(size);
   const size_class *k = &b->cls[c];
   if (k->in_tree) {
@@ -368,7 +377,7 @@ bool grt__bins_lower_bound(const grt__bins *b, uint64_t size, uint64_t addr, grt
   return class_min(b, find_ge(b, c + 1), out);
 }
 
-bool grt__bins_next(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_entry *out) {
+static bool ix_next(const bins_index *b, uint64_t size, uint64_t addr, grt__bin_entry *out) {
   unsigned c = class_of(size);
   const size_class *k = &b->cls[c];
   if (k->in_tree) {
@@ -382,7 +391,7 @@ bool grt__bins_next(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_e
   return class_min(b, find_ge(b, c + 1), out);
 }
 
-bool grt__bins_prev(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_entry *out) {
+static bool ix_prev(const bins_index *b, uint64_t size, uint64_t addr, grt__bin_entry *out) {
   unsigned c = class_of(size);
   const size_class *k = &b->cls[c];
   if (k->in_tree) {
@@ -395,17 +404,17 @@ bool grt__bins_prev(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_e
   return c > 0 && class_max(b, find_le(b, c - 1), out);
 }
 
-bool grt__bins_first(const grt__bins *b, grt__bin_entry *out) { return class_min(b, find_ge(b, 0), out); }
+static bool ix_first(const bins_index *b, grt__bin_entry *out) { return class_min(b, find_ge(b, 0), out); }
 
-bool grt__bins_last(const grt__bins *b, grt__bin_entry *out) {
+static bool ix_last(const bins_index *b, grt__bin_entry *out) {
   return class_max(b, find_le(b, NCLASS - 1), out);
 }
 
-size_t grt__bins_count(const grt__bins *b) { return b->count; }
+static size_t ix_count(const bins_index *b) { return b->count; }
 
 /* A tree for every array class that n inserts could fill past ARRAY_MAX: the
  * near ones for a small n, the non-empty ones up to ARRAY_MAX, else any. */
-static grt_status prepare_trees(grt__bins *b, size_t n) {
+static grt_status prepare_trees(bins_index *b, size_t n) {
   if (!b->trees && !(b->trees = calloc(NCLASS, sizeof *b->trees))) return GRT_ERR_NOMEM;
   if (n <= FAST_RESERVE && !b->n_near) return GRT_OK;
   for (unsigned w = 0; w < NWORDS; w++) {
@@ -421,7 +430,7 @@ static grt_status prepare_trees(grt__bins *b, size_t n) {
   return GRT_OK;
 }
 
-grt_status grt__bins_reserve(grt__bins *b, size_t n) {
+static grt_status ix_reserve(bins_index *b, size_t n) {
   if (n <= b->promised) return GRT_OK; /* an earlier reservation still covers them */
   if (n < RESERVE_BATCH) n = RESERVE_BATCH;
   if (n > UINT32_MAX / (ARRAY_MAX + 1u) || !slab_room(b, (uint64_t)ARRAY_MAX * n)) return GRT_ERR_NOMEM;
@@ -433,3 +442,104 @@ grt_status grt__bins_reserve(grt__bins *b, size_t n) {
   if (b->promised < n) b->promised = (uint32_t)n;
   return GRT_OK;
 }
+
+/* ---- the front: inline entries until the set outgrows them ---- */
+
+#define TINY_MAX 8u
+
+struct grt__bins {
+  bins_index *ix;       /* NULL while the entries fit in tiny */
+  uint32_t n;           /* entries in tiny (ix == NULL) */
+  entry tiny[TINY_MAX]; /* sorted by (size, addr) */
+};
+
+grt_status grt__bins_create(grt__bins **out) {
+  grt__bins *b = calloc(1, sizeof *b);
+  if (!b) return GRT_ERR_NOMEM;
+  *out = b;
+  return GRT_OK;
+}
+
+void grt__bins_destroy(grt__bins *b) {
+  if (!b) return;
+  ix_destroy(b->ix);
+  free(b);
+}
+
+/* Moves the inline entries into a new index. On failure nothing changed. */
+static grt_status grow_index(grt__bins *b) {
+  bins_index *ix;
+  grt_status st = ix_create(&ix);
+  if (st) return st;
+  for (uint32_t i = 0; i < b->n && !st; i++) st = ix_insert(ix, b->tiny[i].size, b->tiny[i].addr, b->tiny[i].value);
+  if (st) {
+    ix_destroy(ix);
+    return st;
+  }
+  b->ix = ix;
+  b->n = 0;
+  return GRT_OK;
+}
+
+grt_status grt__bins_insert(grt__bins *b, uint64_t size, uint64_t addr, void *value) {
+  if (b->ix) return ix_insert(b->ix, size, addr, value);
+  uint32_t i = pos_ge(b->tiny, b->n, size, addr);
+  if (i < b->n && b->tiny[i].size == size && b->tiny[i].addr == addr) return GRT_ERR_INVALID_ARG;
+  if (b->n == TINY_MAX) {
+    grt_status st = grow_index(b);
+    return st ? st : ix_insert(b->ix, size, addr, value);
+  }
+  shift_up(b->tiny, i, b->n);
+  b->tiny[i] = (entry){size, addr, value};
+  b->n++;
+  return GRT_OK;
+}
+
+grt_status grt__bins_reserve(grt__bins *b, size_t n) {
+  if (!b->ix && n <= TINY_MAX - b->n) return GRT_OK; /* they fit inline: no memory needed */
+  if (!b->ix) {
+    grt_status st = grow_index(b);
+    if (st) return st;
+  }
+  return ix_reserve(b->ix, n);
+}
+
+bool grt__bins_erase(grt__bins *b, uint64_t size, uint64_t addr) {
+  if (b->ix) return ix_erase(b->ix, size, addr);
+  uint32_t i = pos_ge(b->tiny, b->n, size, addr);
+  if (i >= b->n || b->tiny[i].size != size || b->tiny[i].addr != addr) return false;
+  shift_down(b->tiny, i, b->n);
+  b->n--;
+  return true;
+}
+
+bool grt__bins_lower_bound(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_entry *out) {
+  if (b->ix) return ix_lower_bound(b->ix, size, addr, out);
+  uint32_t i = pos_ge(b->tiny, b->n, size, addr);
+  return i < b->n && put(&b->tiny[i], out);
+}
+
+bool grt__bins_next(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_entry *out) {
+  if (b->ix) return ix_next(b->ix, size, addr, out);
+  uint32_t i = pos_ge(b->tiny, b->n, size, addr);
+  if (i < b->n && b->tiny[i].size == size && b->tiny[i].addr == addr) i++;
+  return i < b->n && put(&b->tiny[i], out);
+}
+
+bool grt__bins_prev(const grt__bins *b, uint64_t size, uint64_t addr, grt__bin_entry *out) {
+  if (b->ix) return ix_prev(b->ix, size, addr, out);
+  uint32_t i = pos_ge(b->tiny, b->n, size, addr);
+  return i > 0 && put(&b->tiny[i - 1], out);
+}
+
+bool grt__bins_first(const grt__bins *b, grt__bin_entry *out) {
+  if (b->ix) return ix_first(b->ix, out);
+  return b->n && put(&b->tiny[0], out);
+}
+
+bool grt__bins_last(const grt__bins *b, grt__bin_entry *out) {
+  if (b->ix) return ix_last(b->ix, out);
+  return b->n && put(&b->tiny[b->n - 1], out);
+}
+
+size_t grt__bins_count(const grt__bins *b) { return b->ix ? ix_count(b->ix) : b->n; }
