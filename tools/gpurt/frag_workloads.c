@@ -248,10 +248,12 @@ grt_status frag_run(const frag_trace *t, const char *policy, uint64_t capacity, 
   for (size_t i = 0; !err->st && i < t->n_ops; i++) {
     const frag_op *op = &t->ops[i];
     if (op->is_free) {
-      if (!ptrs[op->id]) continue;
-      if (cli_keep_alloc(err, a, "grt_alloc_free", grt_alloc_free(a, ptrs[op->id]))) break;
-      ptrs[op->id] = 0;
-      live -= sizes[op->id];
+      if (ptrs[op->id]) {
+        if (cli_keep_alloc(err, a, "grt_alloc_free", grt_alloc_free(a, ptrs[op->id]))) break;
+        ptrs[op->id] = 0;
+        live -= sizes[op->id];
+      }
+      res->ops_done = i + 1;
       continue;
     }
     grt_status st = grt_alloc_malloc(a, op->size, 0, &ptrs[op->id]);
