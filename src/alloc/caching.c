@@ -50,51 +50,6 @@ void grt__cblock_release(caching *c, cblock *b) {
   c->n_spare++;
 }
 
-/* ---- pools: one bins set per stream ---- */
-
-grt__bins *grt__pool_bins_lookup(cpool *p, grt_stream_id stream, int create) {
-  grt__bins *b = grt__u64map_get(&p->bins, stream);
-  if (b) p->last_bins = b, p->last_stream = stream;
-  if (b || !create) return b;
-  if (p->n_streams == p->cap_streams) {
-    size_t cap = p->cap_streams ? p->cap_streams * 2 : 4;
-    grt_stream_id *s = realloc(p->streams, cap * sizeof *s);
-    if (!s) return NULL;
-    p->streams = s;
-    p->cap_streams = cap;
-  }
-  if (grt__bins_create(&b)) return NULL;
-  if (!grt__u64map_put(&p->bins, stream, b)) {
-    grt__bins_destroy(b);
-    return NULL;
-  }
-  size_t i = p->n_streams;
-  while (i > 0 && p->streams[i - 1] > stream) {
-    p->streams[i] = p->streams[i - 1];
-    i--;
-  }
-  p->streams[i] = stream;
-  p->n_streams++;
-  p->last_bins = b;
-  p->last_stream = stream;
-  return b;
-}
-
-grt_status grt__cpool_init(cpool *p, int stat_type, cprivate *owner) {
-  memset(p, 0, sizeof *p);
-  p->stat_type = stat_type;
-  p->owner = owner;
-  grt__u64map_init(&p->bins);
-  return grt__bins_create(&p->unmapped);
-}
-
-void grt__cpool_free(cpool *p) {
-  for (size_t i = 0; i < p->n_streams; i++) grt__bins_destroy(grt__u64map_get(&p->bins, p->streams[i]));
-  grt__u64map_free(&p->bins);
-  grt__bins_destroy(p->unmapped);
-  free(p->streams);
-}
-
 /* ---- create / destroy ---- */
 
 static grt_status caching_create(grt_allocator *a) {
@@ -204,9 +159,9 @@ static grt__bins *find_free_block(grt_allocator *a, const params *p, grt__bin_en
 static grt__bins *find_cross_stream_block(grt_allocator *a, const params *p, grt__bin_entry *best) {
   grt__bins *found = NULL;
   cpool *pool = p->pool;
-  for (size_t i = 0; i < pool->n_streams; i++) {
+  for (size_t i = grt__pool_next_occupied(pool, 0); i < pool->n_streams; i = grt__pool_next_occupied(pool, i + 1)) {
     if (pool->streams[i] == p->stream) continue;
-    grt__bins *bins = grt__u64map_get(&pool->bins, pool->streams[i]);
+    grt__bins *bins = pool->stream_bins[i];
     grt__bin_entry e;
     if (!grt__bins_lower_bound(bins, p->size, 0, &e)) continue;
     if (oversize_refused(a, p->size, e.size)) continue;

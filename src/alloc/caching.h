@@ -41,6 +41,8 @@ struct cpool {
   int stat_type;             /* GRT_STAT_SMALL_POOL or GRT_STAT_LARGE_POOL */
   grt__u64map bins;          /* stream -> grt__bins* of free blocks */
   grt_stream_id *streams;    /* streams having a bins set, ascending */
+  grt__bins **stream_bins;   /* [i]: the bins of streams[i] */
+  uint64_t *occupied;        /* bit i: stream_bins[i] may hold blocks (caching_streams.c) */
   size_t n_streams, cap_streams;
   uint64_t get_free_calls;   /* garbage collection's clock */
   uint64_t cycle;            /* empty_cache calls so far (the idle-cycles policy's clock) */
@@ -150,11 +152,20 @@ static inline int cblock_is_free(const cblock *b) { return !b->allocated && b->e
 /* caching.c */
 cblock *grt__cblock_new(caching *c);
 void grt__cblock_release(caching *c, cblock *b);
-/* A pool's bins index and unmapped set; free only what init made. */
+/* caching_streams.c: a pool's bins index and unmapped set; free only what init made. */
 grt_status grt__cpool_init(cpool *p, int stat_type, cprivate *owner);
 void grt__cpool_free(cpool *p);
 /* The pool's bins for the stream (created if asked), through the one-entry cache. */
 grt__bins *grt__pool_bins_lookup(cpool *p, grt_stream_id stream, int create);
+/* The stream's bins may hold blocks now (an insert made them non-empty). */
+void grt__pool_mark_occupied(cpool *p, grt_stream_id stream);
+/* The first index >= i of streams whose bins may hold blocks; n_streams when none.
+ * Walk: for (i = next(p, 0); i < p->n_streams; i = next(p, i + 1)). */
+size_t grt__pool_next_occupied(const cpool *p, size_t i);
+/* Clears the mark of streams[i] if its bins are empty (a walk found them so). */
+void grt__pool_settle(cpool *p, size_t i);
+/* Every non-empty bins set is marked (grt_alloc_check). */
+bool grt__pool_marks_hold(const cpool *p);
 static inline grt__bins *grt__pool_bins(cpool *p, grt_stream_id stream, int create) {
   if (p->last_bins && p->last_stream == stream) return p->last_bins;
   return grt__pool_bins_lookup(p, stream, create);
@@ -164,7 +175,9 @@ static inline grt_status grt__pool_insert(cpool *p, cblock *b) {
   if (!bins) return GRT_ERR_NOMEM;
   b->gc_base = p->get_free_calls;
   b->idle_since = p->cycle;
-  return grt__bins_insert(bins, b->size, b->ptr, b);
+  grt_status st = grt__bins_insert(bins, b->size, b->ptr, b);
+  if (!st && grt__bins_count(bins) == 1) grt__pool_mark_occupied(p, b->stream);
+  return st;
 }
 /* grt__pool_insert where the step reserved the insert (grt__caching_reserve):
  * the bins exist and have room, so it cannot fail. */

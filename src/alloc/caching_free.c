@@ -235,8 +235,8 @@ grt_status grt__caching_release_block(grt_allocator *a, cblock *b) {
 grt_status grt__caching_release_pool(grt_allocator *a, cpool *pool, uint64_t min_idle) {
   grt_status st = GRT_OK;
   for (int unmapping = 0; unmapping < 2; unmapping++)
-    for (size_t i = 0; i < pool->n_streams; i++) {
-      grt__bins *bins = grt__u64map_get(&pool->bins, pool->streams[i]);
+    for (size_t i = grt__pool_next_occupied(pool, 0); i < pool->n_streams; i = grt__pool_next_occupied(pool, i + 1)) {
+      grt__bins *bins = pool->stream_bins[i];
       grt__bin_entry e, cur;
       for (int more = grt__bins_first(bins, &e); more && !st;) {
         cur = e;
@@ -249,6 +249,7 @@ grt_status grt__caching_release_pool(grt_allocator *a, cpool *pool, uint64_t min
           st = grt__caching_release_block(a, b);
       }
       if (st) return st;
+      grt__pool_settle(pool, i);
     }
   return GRT_OK;
 }
@@ -309,8 +310,8 @@ grt_status grt__caching_garbage_collect(grt_allocator *a) {
   uint64_t threshold = (uint64_t)(a->cfg.garbage_collection_threshold * (double)c->allowed_memory);
   if (c->total_allocated_memory <= threshold) return GRT_OK;
   uint64_t target = c->total_allocated_memory - threshold, reclaimed = 0, total_age = 0, freeable = 0;
-  for (size_t i = 0; i < pool->n_streams; i++) {
-    grt__bins *bins = grt__u64map_get(&pool->bins, pool->streams[i]);
+  for (size_t i = grt__pool_next_occupied(pool, 0); i < pool->n_streams; i = grt__pool_next_occupied(pool, i + 1)) {
+    grt__bins *bins = pool->stream_bins[i];
     grt__bin_entry e;
     for (int more = grt__bins_first(bins, &e); more; more = grt__bins_next(bins, e.size, e.addr, &e)) {
       cblock *b = e.value;
@@ -324,8 +325,8 @@ grt_status grt__caching_garbage_collect(grt_allocator *a) {
   while (reclaimed < target && freed_one && freeable > 0) {
     double age_threshold = (double)total_age / (double)freeable;
     freed_one = 0;
-    for (size_t i = 0; i < pool->n_streams; i++) {
-      grt__bins *bins = grt__u64map_get(&pool->bins, pool->streams[i]);
+    for (size_t i = grt__pool_next_occupied(pool, 0); i < pool->n_streams; i = grt__pool_next_occupied(pool, i + 1)) {
+      grt__bins *bins = pool->stream_bins[i];
       grt__bin_entry e, next;
       int more = grt__bins_first(bins, &e);
       while (more) {

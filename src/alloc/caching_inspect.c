@@ -46,9 +46,9 @@ grt_status grt__caching_block_info(grt_allocator *a, grt_devptr ptr, uint64_t *s
 
 static uint64_t pool_largest(const cpool *p) {
   uint64_t best = 0;
-  for (size_t i = 0; i < p->n_streams; i++) {
+  for (size_t i = grt__pool_next_occupied(p, 0); i < p->n_streams; i = grt__pool_next_occupied(p, i + 1)) {
     grt__bin_entry e;
-    if (grt__bins_last(grt__u64map_get(&p->bins, p->streams[i]), &e) && e.size > best) best = e.size;
+    if (grt__bins_last(p->stream_bins[i], &e) && e.size > best) best = e.size;
   }
   return best;
 }
@@ -265,8 +265,13 @@ grt_status grt__caching_check(grt_allocator *a, char *msg, size_t msg_size) {
   size_t indexed = 0, unmapped = 0;
   for (size_t p = 0; p < grt__caching_n_cpools(c); p++) {
     const cpool *pool = grt__caching_cpool_at(c, p);
-    for (size_t i = 0; i < pool->n_streams; i++)
-      indexed += grt__bins_count(grt__u64map_get(&pool->bins, pool->streams[i]));
+    for (size_t i = 0; i < pool->n_streams; i++) {
+      if (grt__u64map_get(&pool->bins, pool->streams[i]) != pool->stream_bins[i] ||
+          (i && pool->streams[i - 1] >= pool->streams[i]))
+        FAIL("pool stream table out of order at %zu", i);
+      indexed += grt__bins_count(pool->stream_bins[i]);
+    }
+    if (!grt__pool_marks_hold(pool)) FAIL("a stream holding free blocks is not marked occupied");
     unmapped += grt__bins_count(pool->unmapped);
   }
   if (indexed != r.free_blocks) FAIL("%zu blocks indexed but %zu free blocks found", indexed, r.free_blocks);

@@ -286,8 +286,9 @@ uint64_t grt__caching_private_free_bytes(const caching *c) {
   for (size_t i = 0; i < c->n_pools; i++) {
     const cpool *pools[2] = {&c->pools[i]->small, &c->pools[i]->large};
     for (int k = 0; k < 2; k++)
-      for (size_t j = 0; j < pools[k]->n_streams; j++) {
-        const grt__bins *bins = grt__u64map_get(&pools[k]->bins, pools[k]->streams[j]);
+      for (size_t j = grt__pool_next_occupied(pools[k], 0); j < pools[k]->n_streams;
+           j = grt__pool_next_occupied(pools[k], j + 1)) {
+        const grt__bins *bins = pools[k]->stream_bins[j];
         grt__bin_entry e;
         for (int more = grt__bins_first(bins, &e); more; more = grt__bins_next(bins, e.size, e.addr, &e))
           bytes += e.size;
