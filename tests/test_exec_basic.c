@@ -176,6 +176,56 @@ static void test_event_timing(void **state) {
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 
+/* cudaEventElapsedTime uses each event's most recent record. A re-recorded
+ * start counts from its new record; a re-recorded end is complete once its
+ * new record is, however long its earlier record stays queued, and that
+ * earlier record, completing later, does not stamp the event again. */
+static void test_event_rerecord_timing(void **state) {
+  grt_clock_kind clock = clock_of(state);
+  grt_exec *exec = make_exec(clock, 0);
+  grt_stream *gated = make_stream(exec, GRT_STREAM_NON_BLOCKING, "gated");
+  grt_stream *s = make_stream(exec, GRT_STREAM_NON_BLOCKING, "s");
+  grt_event *a, *b;
+  assert_int_equal(grt_event_create(exec, 0, &a), GRT_OK);
+  assert_int_equal(grt_event_create(exec, 0, &b), GRT_OK);
+  grt_user_event *gate;
+  assert_int_equal(grt_user_event_create(exec, "gate", &gate), GRT_OK);
+  grt_kernel_desc k100 = {NULL, NULL, 100000, GRT_ENGINE_COMPUTE, "k100"};
+  grt_kernel_desc k300 = {NULL, NULL, 300000, GRT_ENGINE_COMPUTE, "k300"};
+  grt_kernel_desc k500 = {NULL, NULL, 500000, GRT_ENGINE_COMPUTE, "k500"};
+  int64_t ns = -1, again = -1;
+  /* start re-recorded: a, 100 us, a again, 300 us, b */
+  assert_int_equal(grt_event_record(a, s), GRT_OK);
+  assert_int_equal(grt_launch_kernel(s, &k100), GRT_OK);
+  assert_int_equal(grt_event_record(a, s), GRT_OK);
+  assert_int_equal(grt_launch_kernel(s, &k300), GRT_OK);
+  assert_int_equal(grt_event_record(b, s), GRT_OK);
+  assert_int_equal(grt_event_synchronize(b), GRT_OK);
+  assert_int_equal(grt_event_elapsed_ns(a, b, &ns), GRT_OK);
+  if (clock == GRT_CLOCK_VIRTUAL) assert_int_equal(ns, 300000);
+  /* end re-recorded: b first behind a gate and 500 us, then on s after 100 us */
+  assert_int_equal(grt_stream_wait_user_event(gated, gate, 1), GRT_OK);
+  assert_int_equal(grt_launch_kernel(gated, &k500), GRT_OK);
+  assert_int_equal(grt_event_record(b, gated), GRT_OK);
+  assert_int_equal(grt_event_record(a, s), GRT_OK);
+  assert_int_equal(grt_launch_kernel(s, &k100), GRT_OK);
+  assert_int_equal(grt_event_record(b, s), GRT_OK);
+  assert_int_equal(grt_stream_synchronize(s), GRT_OK);
+  assert_int_equal(grt_event_query(b), GRT_OK); /* the gated record no longer counts */
+  assert_int_equal(grt_event_elapsed_ns(a, b, &ns), GRT_OK);
+  if (clock == GRT_CLOCK_VIRTUAL) assert_int_equal(ns, 100000);
+  assert_int_equal(grt_user_event_signal(gate, 1), GRT_OK);
+  assert_int_equal(grt_exec_synchronize(exec), GRT_OK); /* the stale record completes now */
+  assert_int_equal(grt_event_elapsed_ns(a, b, &again), GRT_OK);
+  assert_int_equal(again, ns); /* the same measurement, not a new stamp */
+  assert_int_equal(grt_event_destroy(a), GRT_OK);
+  assert_int_equal(grt_event_destroy(b), GRT_OK);
+  assert_int_equal(grt_user_event_destroy(gate), GRT_OK);
+  assert_int_equal(grt_stream_destroy(gated), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+}
+
 typedef struct xform_arg {
   grt_device *dev;
   grt_devptr src, dst;
@@ -406,6 +456,7 @@ int main(void) {
       BOTH_CLOCKS(test_legacy_stream),
       BOTH_CLOCKS(test_per_thread_stream),
       BOTH_CLOCKS(test_event_timing),
+      BOTH_CLOCKS(test_event_rerecord_timing),
       BOTH_CLOCKS(test_memory_ops),
       BOTH_CLOCKS(test_host_func_not_permitted),
       BOTH_CLOCKS(test_kernel_body_not_permitted),
