@@ -1,6 +1,8 @@
 /* test_exec_common.h — helpers shared by the tests/test_exec_*.c executables.
  * Every semantic test runs once per clock: cmocka passes the clock as the
- * test's initial state (cmocka_unit_test_prestate). */
+ * test's initial state (cmocka_unit_test_prestate). The virtual clock goes
+ * first: a logic error fails there at once, deterministically, where the
+ * threads clock might block until the test's timeout. */
 #ifndef GRT_TEST_EXEC_COMMON_H
 #define GRT_TEST_EXEC_COMMON_H
 
@@ -16,7 +18,7 @@
 static grt_clock_kind clock_threads = GRT_CLOCK_THREADS;
 static grt_clock_kind clock_virtual = GRT_CLOCK_VIRTUAL;
 
-#define BOTH_CLOCKS(fn) cmocka_unit_test_prestate(fn, &clock_threads), cmocka_unit_test_prestate(fn, &clock_virtual)
+#define BOTH_CLOCKS(fn) cmocka_unit_test_prestate(fn, &clock_virtual), cmocka_unit_test_prestate(fn, &clock_threads)
 
 static inline grt_clock_kind clock_of(void **state) { return *(grt_clock_kind *)*state; }
 

@@ -4,7 +4,9 @@
  * under threads (a spinning kernel holds the only slot while both wait).
  * Graph nodes run at their launching stream's priority. */
 #include <sched.h>
+#include <stdbool.h>
 #include <string.h>
+#include <time.h>
 
 #include "test_exec_common.h"
 
@@ -105,14 +107,29 @@ static void test_virtual_exact(void **state) {
 }
 
 typedef struct spin_gate {
-  _Atomic int started, release;
+  _Atomic int started, release, gave_up;
   order_log *log;
 } spin_gate;
+
+/* Spins until *flag is set, for at most SPIN_LIMIT_S seconds: a flag that
+ * never comes (a scheduler that never runs the other side) ends the wait
+ * with false instead of hanging the test until CTest's timeout. */
+#define SPIN_LIMIT_S 20
+static bool spin_until(_Atomic int *flag) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (!atomic_load(flag)) {
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (t.tv_sec - t0.tv_sec > SPIN_LIMIT_S) return false;
+    sched_yield();
+  }
+  return true;
+}
 
 static void spin_body(void *p) {
   spin_gate *g = p;
   atomic_store(&g->started, 1);
-  while (!atomic_load(&g->release)) sched_yield();
+  if (!spin_until(&g->release)) atomic_store(&g->gave_up, 1);
   int i = atomic_fetch_add(&g->log->n, 1);
   g->log->items[i] = 'B';
 }
@@ -125,16 +142,17 @@ static void test_threads_order(void **state) {
   assert_int_equal(grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &lo), GRT_OK);
   assert_int_equal(grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, -3, &hi), GRT_OK);
   order_log log = {0};
-  spin_gate gate = {0, 0, &log};
+  spin_gate gate = {0, 0, 0, &log};
   grt_kernel_desc b = {spin_body, &gate, 0, GRT_ENGINE_COMPUTE, "blocker"};
   assert_int_equal(grt_launch_kernel(x, &b), GRT_OK);
-  while (!atomic_load(&gate.started)) sched_yield();
+  if (!spin_until(&gate.started)) fail_msg("the blocking kernel did not start within %d s", SPIN_LIMIT_S);
   log_arg al[3] = {{&log, 'L'}, {&log, 'L'}, {&log, 'L'}}, ah = {&log, 'H'};
   launch_logged(lo, &al[0], 0); /* ready first, but lower priority */
   launch_logged(lo, &al[1], 0);
   launch_logged(hi, &ah, 0);
   atomic_store(&gate.release, 1);
   assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
+  assert_false(atomic_load(&gate.gave_up));
   assert_int_equal(atomic_load(&log.n), 4);
   assert_int_equal(log.items[0], 'B');
   assert_int_equal(log.items[1], 'H');
