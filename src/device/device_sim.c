@@ -1,8 +1,9 @@
 /* device_sim.c — the simulated device backend: one address space, first fit.
  *
- * Free space is a sorted array of holes; a malloc takes the front of the first
- * hole that fits (lowest address), a free re-inserts the range and merges it
- * with the holes touching it. Invariants (checked by tests through the public
+ * Free space is a set of holes in address order (holes.h: first fit in
+ * O(log n)); a malloc takes the front of the first hole that fits (lowest
+ * address), a free re-inserts the range and merges it with the holes
+ * touching it. Invariants (checked by tests through the public
  * stats): holes are sorted, disjoint, never adjacent (adjacent holes are always
  * merged), and holes + live segments tile [base, base + span).
  *
@@ -21,11 +22,7 @@
 
 #include "base/u64map.h"
 #include "device/device_impl.h"
-
-typedef struct hole {
-  grt_devptr addr;
-  uint64_t size;
-} hole;
+#include "device/holes.h"
 
 #define PAGE ((uint64_t)2 << 20)
 #define VA_OFFSET ((uint64_t)1 << 44) /* reservations live above the physical range */
@@ -44,8 +41,7 @@ typedef struct sim {
   uint64_t span;       /* bytes of segment address space from base: capacity, or the paged model's VA */
   uint64_t page_limit; /* paged model: bytes of the whole pages in capacity; 0 = contiguous model */
   uint64_t in_use;     /* bytes charged: segment sizes, or their pages (paged) */
-  hole *holes;
-  size_t n_holes, cap_holes;
+  grt__holes holes;
   grt__u64map live;   /* segment start -> size (stored as uintptr_t) */
   grt__u64map freed;  /* start addresses freed and not live again: double-free detection */
   unsigned char *host; /* capacity bytes when host backing is on, else NULL */
@@ -78,11 +74,8 @@ grt_status grt__device_sim_create(const grt_device_config *cfg, void **impl) {
   s->capacity = cfg->capacity;
   s->span = span_of(cfg);
   s->page_limit = cfg->model == GRT_DEVICE_MODEL_PAGED ? cfg->capacity / PAGE * PAGE : 0;
-  s->holes = malloc(16 * sizeof *s->holes);
-  if (!s->holes) goto fail;
-  s->cap_holes = 16;
-  s->holes[0] = (hole){cfg->base_address, s->span};
-  s->n_holes = 1;
+  grt__holes_init(&s->holes);
+  if (!grt__holes_insert(&s->holes, cfg->base_address, s->span)) goto fail;
   grt__u64map_init(&s->live);
   grt__u64map_init(&s->freed);
   grt__u64map_init(&s->pages);
@@ -94,7 +87,7 @@ grt_status grt__device_sim_create(const grt_device_config *cfg, void **impl) {
   *impl = s;
   return GRT_OK;
 fail:
-  free(s->holes);
+  grt__holes_free(&s->holes);
   free(s);
   return GRT_ERR_NOMEM;
 }
@@ -109,32 +102,18 @@ static void sim_destroy(void *impl) {
     free(s->res[i].piece);
   }
   free(s->res);
-  free(s->holes);
+  grt__holes_free(&s->holes);
   free(s->host);
   free(s);
 }
 
-static int ensure_holes_room(sim *s, size_t n) {
-  if (s->n_holes + n <= s->cap_holes) return 1;
-  size_t cap = s->cap_holes * 2;
-  while (cap < s->n_holes + n) cap *= 2;
-  hole *h = realloc(s->holes, cap * sizeof *h);
-  if (!h) return 0;
-  s->holes = h;
-  s->cap_holes = cap;
-  return 1;
-}
+static int ensure_holes_room(sim *s, size_t n) { return grt__holes_reserve(&s->holes, n); }
 
 static int ensure_hole_room(sim *s) { return ensure_holes_room(s, 1); }
 
 /* Room for freeing n segments: after it, n calls of sim_free on live
  * segments cannot fail. */
 static int reserve_frees(sim *s, size_t n) { return ensure_holes_room(s, n) && grt__u64map_reserve(&s->freed, n); }
-
-static void remove_hole(sim *s, size_t i) {
-  memmove(&s->holes[i], &s->holes[i + 1], (s->n_holes - i - 1) * sizeof *s->holes);
-  s->n_holes--;
-}
 
 /* Bytes a segment of size holds: whole pages in the paged model. */
 static uint64_t charge(const sim *s, uint64_t size) { return s->page_limit ? (size + PAGE - 1) / PAGE * PAGE : size; }
@@ -144,24 +123,21 @@ static int pages_short(const sim *s, uint64_t size) {
   return s->page_limit && charge(s, size) > s->page_limit - s->in_use;
 }
 
-/* Marks [addr, addr+size) (inside hole i) as a live segment. */
-static grt_status take_from_hole(sim *s, size_t i, grt_devptr addr, uint64_t size) {
-  hole h = s->holes[i];
+/* Marks [addr, addr+size) (inside hole h) as a live segment. */
+static grt_status take_from_hole(sim *s, grt__hole h, grt_devptr addr, uint64_t size) {
   int keep_front = addr > h.addr, keep_back = addr + size < h.addr + h.size;
   if (keep_front && keep_back && !ensure_hole_room(s)) return GRT_ERR_NOMEM;
   if (!grt__u64map_put(&s->live, addr, (void *)(uintptr_t)size)) return GRT_ERR_NOMEM;
   grt__u64map_del(&s->freed, addr);
+  if (keep_front) grt__holes_update(&s->holes, h.addr, h.addr, addr - h.addr);
   if (keep_front && keep_back) {
-    memmove(&s->holes[i + 2], &s->holes[i + 1], (s->n_holes - i - 1) * sizeof *s->holes);
-    s->n_holes++;
-    s->holes[i] = (hole){h.addr, addr - h.addr};
-    s->holes[i + 1] = (hole){addr + size, h.addr + h.size - addr - size};
-  } else if (keep_front) {
-    s->holes[i].size = addr - h.addr;
+    bool added = grt__holes_insert(&s->holes, addr + size, h.addr + h.size - addr - size);
+    assert(added); /* reserved above */
+    (void)added;
   } else if (keep_back) {
-    s->holes[i] = (hole){addr + size, h.size - size};
-  } else {
-    remove_hole(s, i);
+    grt__holes_update(&s->holes, h.addr, addr + size, h.size - size);
+  } else if (!keep_front) {
+    grt__holes_erase(&s->holes, h.addr);
   }
   s->in_use += charge(s, size);
   return GRT_OK;
@@ -170,46 +146,29 @@ static grt_status take_from_hole(sim *s, size_t i, grt_devptr addr, uint64_t siz
 static grt_status sim_malloc(void *impl, uint64_t size, grt_devptr *out) {
   sim *s = impl;
   if (pages_short(s, size)) return GRT_ERR_OOM;
-  for (size_t i = 0; i < s->n_holes; i++) {
-    if (s->holes[i].size >= size) {
-      grt_devptr addr = s->holes[i].addr;
-      grt_status st = take_from_hole(s, i, addr, size);
-      if (st == GRT_OK) *out = addr;
-      return st;
-    }
-  }
-  return GRT_ERR_OOM;
-}
-
-/* Index of the first hole whose end is above addr (the only one that can contain it). */
-static size_t find_hole(const sim *s, grt_devptr addr) {
-  size_t lo = 0, hi = s->n_holes;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (s->holes[mid].addr + s->holes[mid].size <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  grt__hole h;
+  if (!grt__holes_first_fit(&s->holes, size, &h)) return GRT_ERR_OOM;
+  grt_status st = take_from_hole(s, h, h.addr, size);
+  if (st == GRT_OK) *out = h.addr;
+  return st;
 }
 
 static grt_status sim_malloc_at(void *impl, grt_devptr addr, uint64_t size) {
   sim *s = impl;
   if (addr < s->base || addr + size > s->base + s->span || addr + size < addr || pages_short(s, size))
     return GRT_ERR_OOM;
-  size_t i = find_hole(s, addr);
-  if (i == s->n_holes || s->holes[i].addr > addr || s->holes[i].addr + s->holes[i].size < addr + size)
+  grt__hole h; /* the only hole that can contain addr */
+  if (!grt__holes_end_above(&s->holes, addr, &h) || h.addr > addr || h.addr + h.size < addr + size)
     return GRT_ERR_OOM;
-  return take_from_hole(s, i, addr, size);
+  return take_from_hole(s, h, addr, size);
 }
 
 /* Classifies an address that is not the start of a live segment. */
 static grt_status classify_bad(const sim *s, grt_devptr ptr) {
   if (grt__u64map_get(&s->pages, ptr)) return GRT_ERR_UNKNOWN_POINTER; /* a mapped page, not a segment */
   if (ptr < s->base || ptr >= s->base + s->span) return GRT_ERR_UNKNOWN_POINTER;
-  size_t i = find_hole(s, ptr);
-  int in_free_space = i < s->n_holes && s->holes[i].addr <= ptr;
+  grt__hole h;
+  int in_free_space = grt__holes_end_above(&s->holes, ptr, &h) && h.addr <= ptr;
   if (!in_free_space) return GRT_ERR_INTERIOR_POINTER; /* inside a live segment (even if once freed) */
   return grt__u64map_get(&s->freed, ptr) ? GRT_ERR_DOUBLE_FREE : GRT_ERR_UNKNOWN_POINTER;
 }
@@ -223,21 +182,20 @@ static grt_status sim_free(void *impl, grt_devptr ptr) {
   if (!ensure_hole_room(s)) return GRT_ERR_NOMEM;
   if (!grt__u64map_put(&s->freed, ptr, (void *)1)) return GRT_ERR_NOMEM;
   grt__u64map_del(&s->live, ptr);
-  size_t i = find_hole(s, ptr); /* holes[i] is the first hole after the segment */
-  int merge_prev = i > 0 && s->holes[i - 1].addr + s->holes[i - 1].size == ptr;
-  int merge_next = i < s->n_holes && s->holes[i].addr == ptr + size;
+  grt__hole prev, next; /* the holes either side of the segment */
+  int merge_prev = grt__holes_before(&s->holes, ptr, &prev) && prev.addr + prev.size == ptr;
+  int merge_next = grt__holes_end_above(&s->holes, ptr, &next) && next.addr == ptr + size;
   if (merge_prev && merge_next) {
-    s->holes[i - 1].size += size + s->holes[i].size;
-    remove_hole(s, i);
+    grt__holes_erase(&s->holes, next.addr);
+    grt__holes_update(&s->holes, prev.addr, prev.addr, prev.size + size + next.size);
   } else if (merge_prev) {
-    s->holes[i - 1].size += size;
+    grt__holes_update(&s->holes, prev.addr, prev.addr, prev.size + size);
   } else if (merge_next) {
-    s->holes[i].addr = ptr;
-    s->holes[i].size += size;
+    grt__holes_update(&s->holes, next.addr, ptr, next.size + size);
   } else {
-    memmove(&s->holes[i + 1], &s->holes[i], (s->n_holes - i) * sizeof *s->holes);
-    s->holes[i] = (hole){ptr, size};
-    s->n_holes++;
+    bool added = grt__holes_insert(&s->holes, ptr, size);
+    assert(added); /* reserved above */
+    (void)added;
   }
   s->in_use -= charge(s, size);
   return GRT_OK;
@@ -269,8 +227,8 @@ static grt_status sim_host_ptr(void *impl, grt_devptr ptr, uint64_t len, void **
   }
   if (ptr < s->base || ptr >= s->base + s->capacity || len > s->base + s->capacity - ptr)
     return GRT_ERR_UNKNOWN_POINTER;
-  size_t i = find_hole(s, ptr);
-  if (i < s->n_holes && s->holes[i].addr < ptr + (len ? len : 1)) return GRT_ERR_UNKNOWN_POINTER;
+  grt__hole h;
+  if (grt__holes_end_above(&s->holes, ptr, &h) && h.addr < ptr + (len ? len : 1)) return GRT_ERR_UNKNOWN_POINTER;
   *out = s->host + (ptr - s->base);
   return GRT_OK;
 }
@@ -279,7 +237,7 @@ static void sim_memory_stats(void *impl, grt_device_stats *st) {
   sim *s = impl;
   st->capacity = s->capacity;
   st->bytes_in_use = s->in_use;
-  st->holes = s->n_holes;
+  st->holes = s->holes.count;
   st->segments = s->live.count - s->mapped_pages;
   st->mapped_bytes = s->mapped_pages * PAGE;
   st->reserved_va_bytes = 0;
@@ -290,8 +248,7 @@ static void sim_memory_stats(void *impl, grt_device_stats *st) {
     st->holes = st->largest_hole ? 1 : 0;
     return;
   }
-  for (size_t i = 0; i < s->n_holes; i++)
-    if (s->holes[i].size > st->largest_hole) st->largest_hole = s->holes[i].size;
+  st->largest_hole = grt__holes_largest(&s->holes);
 }
 
 static uint64_t sim_bytes_in_use(void *impl) { return ((sim *)impl)->in_use; }
