@@ -29,15 +29,34 @@ static grt_status naive_create(grt_allocator *a) {
   return GRT_OK;
 }
 
+static int addr_order(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* The live segments go back in address order: in the map's slot order the
+ * device's own address maps would receive their keys in runs of
+ * neighbouring home slots, and its inserts would probe for thousands of slots
+ * (a quadratic teardown). Without memory for the list, slot order it is. */
 static void naive_destroy(grt_allocator *a) {
   naive *n = a->impl;
+  uint64_t *addrs = malloc((n->live.count + 1) * sizeof *addrs);
+  size_t k = 0;
   grt__u64map_iter it = grt__u64map_begin(&n->live);
   uint64_t addr;
   void *b;
   while (grt__u64map_next(&n->live, &it, &addr, &b)) {
-    grt__ignore(grt_device_free(a->dev, addr)); /* teardown (void op): a refusal leaves the segment to the device */
+    if (addrs)
+      addrs[k++] = addr;
+    else /* teardown (void op): a refusal leaves the segment to the device */
+      grt__ignore(grt_device_free(a->dev, addr));
     free(b);
   }
+  if (addrs) {
+    qsort(addrs, k, sizeof *addrs, addr_order);
+    for (size_t i = 0; i < k; i++) grt__ignore(grt_device_free(a->dev, addrs[i]));
+  }
+  free(addrs);
   grt__u64map_free(&n->live);
   free(n);
 }
