@@ -172,6 +172,8 @@ static int stats_trace(const char *path, const cli_run_opts *o, const char *form
   return rc;
 }
 
+static void day_progress(void *ctx, uint64_t events_done) { cli_progress_tick(ctx, events_done); }
+
 static int stats_workload(const grt_dayshift_config *cfg, const char *format, int abbreviated) {
   grt_dayshift *w;
   grt_status st = grt_dayshift_create(cfg, &w);
@@ -182,9 +184,15 @@ static int stats_workload(const grt_dayshift_config *cfg, const char *format, in
   grt_step_source src = grt_dayshift_source(w);
   grt_pace_config pace;
   grt_pace_config_default(&pace);
+  cli_progress prog; /* a long day shows its progress on a terminal */
+  cli_progress_init(&prog, "dayshift", cfg->events);
+  pace.after_step = day_progress;
+  pace.after_ctx = &prog;
   int rc = 0;
   cli_first f = CLI_FIRST_INIT;
-  if (cli_keep_alloc(&f, grt_dayshift_allocator(w), "grt_pace_run", grt_pace_run(&src, &pace, NULL)) ||
+  st = grt_pace_run(&src, &pace, NULL);
+  cli_progress_done(&prog);
+  if (cli_keep_alloc(&f, grt_dayshift_allocator(w), "grt_pace_run", st) ||
       print_report(grt_dayshift_allocator(w), grt_dayshift_device(w), "dayshift", 0, format, abbreviated, NULL, &f))
     rc = cli_fail_first("stats", &f);
   st = grt_dayshift_destroy(w);

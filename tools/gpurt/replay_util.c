@@ -81,13 +81,20 @@ void cli_progress_init(cli_progress *p, const char *label, uint64_t total) {
 }
 
 void cli_progress_tick(cli_progress *p, uint64_t done) {
-  if (!p->enabled || (done & 0xffff)) return;
+  if (p->enabled && !(done & 0xffff)) cli_progress_show(p, done);
+}
+
+void cli_progress_show(cli_progress *p, uint64_t done) {
+  if (!p->enabled) return;
   double t = now_s();
   if (t - p->start < 1.0 || t - p->last_draw < 0.1) return;
   p->last_draw = t;
   p->drawn = true;
   double rate = (double)done / (t - p->start);
-  if (p->total) {
+  if (p->unit) { /* a few long steps: a count, not a rate */
+    fprintf(stderr, "\r%s: %llu of %llu %s, %.0f s ", p->label, (unsigned long long)done,
+            (unsigned long long)p->total, p->unit, t - p->start);
+  } else if (p->total) {
     int width = 30, fill = (int)((double)width * (double)done / (double)p->total);
     if (fill > width) fill = width;
     fprintf(stderr, "\r%s [%.*s%*s] %5.1f%%  %.1fM events/s ", p->label, fill, "##############################",

@@ -30,11 +30,14 @@ typedef struct cli_progress {
   double start;
   double last_draw;
   bool drawn, enabled;
+  const char *unit; /* set: few, long steps, shown as "done of total unit" */
 } cli_progress;
 
 void cli_progress_init(cli_progress *p, const char *label, uint64_t total);
 /* Call after each event (cheap: checks the clock every 64Ki events). */
 void cli_progress_tick(cli_progress *p, uint64_t done);
+/* Draws now (after the first second, at most ten times a second). */
+void cli_progress_show(cli_progress *p, uint64_t done);
 void cli_progress_done(cli_progress *p);
 /* A step callback that ticks a cli_progress (ctx). */
 grt_status cli_progress_step(void *ctx, grt_replay *r, const grt_trace_event *ev, uint64_t index);
