@@ -265,6 +265,17 @@ static void test_feed_native_file(void **state) {
   assert_int_equal(grt_replay_feed_native_file(r, "/nonexistent/x.trace", &err), GRT_ERR_IO);
   assert_int_equal(grt_replay_feed_native_file(NULL, path, &err), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_replay_feed_native_file(r, NULL, &err), GRT_ERR_INVALID_ARG);
+  /* an open stream (a pipe, a decoder) feeds the same way, and names itself in errors */
+  static const char more[] = "gpurt-trace 1\nfree_completed 2 3000 7\nalloc 2 10\nalloc 2 20\n";
+  FILE *f = fmemopen((void *)more, sizeof more - 1, "r");
+  assert_non_null(f);
+  assert_int_equal(grt_replay_feed_native_stream(r, f, "<pipe>", &err), GRT_ERR_PARSE);
+  assert_int_equal(err.line, 4);
+  assert_string_equal(err.file, "<pipe>");
+  assert_int_equal(grt_replay_position(r), 6);
+  assert_int_equal(grt_replay_feed_native_stream(r, NULL, "<pipe>", &err), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_replay_feed_native_stream(r, f, NULL, &err), GRT_ERR_INVALID_ARG);
+  fclose(f);
   assert_int_equal(grt_replay_destroy(r), GRT_OK);
   unlink(path);
   free(path);

@@ -295,6 +295,10 @@ GRT_API size_t grt_trace_frames_fold(const grt_trace_frame *frames, size_t n, si
 typedef grt_status (*grt_trace_event_fn)(void *ctx, const grt_trace_event *ev, grt_stream_id stream);
 GRT_API GRT_MUST_CHECK grt_status grt_trace_read_native_stream(const char *path, grt_trace_event_fn fn, void *ctx,
                                                                grt_trace_error *err);
+/* The same over an open stream (a pipe, a decompressor, standard input), read
+ * to its end and not closed; name labels err. */
+GRT_API GRT_MUST_CHECK grt_status grt_trace_read_native_stream_file(FILE *f, const char *name, grt_trace_event_fn fn,
+                                                                    void *ctx, grt_trace_error *err);
 
 /* Writes the trace in the native format (lossless for everything in
  * grt_trace_info except `count`, which is recomputed, and `frames_skipped`;

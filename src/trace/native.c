@@ -564,6 +564,16 @@ grt_status grt_trace_read_native_stream(const char *path, grt_trace_event_fn fn,
     grt__trace_err(err, 0, 0, false, "cannot open: %s", strerror(errno));
     return GRT_ERR_IO;
   }
+  grt_status st = grt_trace_read_native_stream_file(f, path, fn, ctx, err);
+  fclose(f);
+  return st;
+}
+
+grt_status grt_trace_read_native_stream_file(FILE *f, const char *name, grt_trace_event_fn fn, void *ctx,
+                                             grt_trace_error *err) {
+  if (err) memset(err, 0, sizeof *err);
+  if (!f || !name || !fn) return GRT_ERR_INVALID_ARG;
+  grt__trace_err_file(err, name);
   nat_state s;
   nat_state_init(&s);
   s.streaming = true;
@@ -572,7 +582,6 @@ grt_status grt_trace_read_native_stream(const char *path, grt_trace_event_fn fn,
   grt_status st = grt__tb_init(&s.tb, GRT_TRACE_FORMAT_NATIVE);
   char *buf = malloc(STREAM_CHUNK);
   if (st || !buf) {
-    fclose(f);
     free(buf);
     grt__tb_abort(&s.tb);
     return GRT_ERR_NOMEM;
@@ -645,7 +654,6 @@ grt_status grt_trace_read_native_stream(const char *path, grt_trace_event_fn fn,
     st = GRT_ERR_PARSE;
   }
   free(buf);
-  fclose(f);
   nat_state_free(&s);
   grt__tb_abort(&s.tb);
   return st;

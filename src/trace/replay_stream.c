@@ -127,11 +127,20 @@ static grt_status feed_one(void *ctx, const grt_trace_event *ev, grt_stream_id s
   return grt_replay_feed(ctx, ev, stream);
 }
 
-grt_status grt_replay_feed_native_file(grt_replay *r, const char *path, grt_trace_error *err) {
-  if (!r || !path) return GRT_ERR_INVALID_ARG;
-  grt_status st = grt_trace_read_native_stream(path, feed_one, r, err);
+/* A failed read's reason is the replay's when the replay refused the event. */
+static grt_status replay_reason(grt_replay *r, grt_status st, grt_trace_error *err) {
   if (st && err && r->err[0]) snprintf(err->reason, sizeof err->reason, "%.200s", r->err);
   return st;
+}
+
+grt_status grt_replay_feed_native_file(grt_replay *r, const char *path, grt_trace_error *err) {
+  if (!r || !path) return GRT_ERR_INVALID_ARG;
+  return replay_reason(r, grt_trace_read_native_stream(path, feed_one, r, err), err);
+}
+
+grt_status grt_replay_feed_native_stream(grt_replay *r, FILE *f, const char *name, grt_trace_error *err) {
+  if (!r || !f || !name) return GRT_ERR_INVALID_ARG;
+  return replay_reason(r, grt_trace_read_native_stream_file(f, name, feed_one, r, err), err);
 }
 
 /* One thread: the reader calls the replay directly (errors get their line). */

@@ -128,9 +128,12 @@ static int stats_loaded(const grt_trace *t, const char *path, const cli_run_opts
   return rc;
 }
 
-/* A big native file streams through the replay (memory follows the live
- * allocations, not the events), as `gpurt replay` does; no frames then. */
-static int stats_streamed(const char *path, const cli_run_opts *o, const char *format, int abbreviated) {
+/* A big native file, or a native trace on a pipe or compressed, streams
+ * through the replay (memory follows the live allocations, not the events),
+ * as `gpurt replay` does; no frames then. in: the opened input (NULL: the
+ * file at path). */
+static int stats_streamed(const char *path, cli_input *in, const cli_run_opts *o, const char *format,
+                          int abbreviated) {
   grt_replay_config c;
   cli_run_config(o, &c);
   c.record_series = false;
@@ -141,21 +144,24 @@ static int stats_streamed(const char *path, const cli_run_opts *o, const char *f
   grt_replay *r;
   grt_status st = grt_replay_create(&c, NULL, &r);
   if (st) return cli_fail_status("stats", "grt_replay_create", st, NULL);
-  grt_trace_error err;
-  memset(&err, 0, sizeof err);
-  st = grt_replay_feed_native_file(r, path, &err);
-  cli_progress_done(&prog);
   int rc = 0;
-  cli_first f = CLI_FIRST_INIT;
-  if (st) {
-    char msg[600];
-    if (grt_trace_error_format(&err, msg, sizeof msg)) snprintf(msg, sizeof msg, "%s", cli_basename(path));
-    fprintf(stderr, "gpurt stats: %s (%s)\n", msg, grt_status_str(st));
-    rc = 1;
-  } else if (print_report(grt_replay_allocator(r), grt_replay_device(r), NULL, o->device, format, abbreviated, NULL,
-                          &f)) {
-    rc = cli_fail_first("stats", &f);
+  if (in) {
+    rc = cli_feed_input("stats", path, in, r);
+  } else {
+    grt_trace_error err;
+    memset(&err, 0, sizeof err);
+    if ((st = grt_replay_feed_native_file(r, path, &err))) {
+      char msg[600];
+      if (grt_trace_error_format(&err, msg, sizeof msg)) snprintf(msg, sizeof msg, "%s", cli_basename(path));
+      fprintf(stderr, "gpurt stats: %s (%s)\n", msg, grt_status_str(st));
+      rc = 1;
+    }
   }
+  cli_progress_done(&prog);
+  cli_first f = CLI_FIRST_INIT;
+  if (!rc && print_report(grt_replay_allocator(r), grt_replay_device(r), NULL, o->device, format, abbreviated, NULL,
+                          &f))
+    rc = cli_fail_first("stats", &f);
   st = grt_replay_destroy(r);
   if (st && !rc) rc = cli_fail_status("stats", "grt_replay_destroy", st, NULL); /* else: the first is reported */
   return rc;
@@ -163,8 +169,23 @@ static int stats_streamed(const char *path, const cli_run_opts *o, const char *f
 
 /* Replays a trace to its end, then reports on the replay's allocator. */
 static int stats_trace(const char *path, const cli_run_opts *o, const char *format, int abbreviated) {
-  if (strcmp(format, "snapshot") && cli_streams(path)) return stats_streamed(path, o, format, abbreviated);
-  grt_trace *t = cli_load_trace("stats", path, o->device);
+  bool frames = !strcmp(format, "snapshot");
+  if (!frames && cli_streams(path)) return stats_streamed(path, NULL, o, format, abbreviated);
+  grt_trace *t;
+  if (cli_input_needs_reader(path)) { /* a pipe or compressed: opened once, streamed when native */
+    char why[300];
+    cli_input *in = cli_input_open(path, why, sizeof why);
+    if (!in) return fprintf(stderr, "gpurt stats: %s: %s\n", cli_input_name(path), why), 1;
+    if (!frames && cli_input_is_native(in)) {
+      int rc = stats_streamed(path, in, o, format, abbreviated);
+      cli_input_close(in);
+      return rc;
+    }
+    t = cli_load_input("stats", path, in, o->device);
+    cli_input_close(in);
+  } else {
+    t = cli_load_trace("stats", path, o->device);
+  }
   if (!t) return 1;
   int rc = stats_loaded(t, path, o, format, abbreviated);
   grt_status st = grt_trace_destroy(t);

@@ -1,5 +1,11 @@
 /* input.c — see input.h. Decompression is the CLI's (zlib, libzstd): the
- * library reads plain bytes, so it stays dependency-free. */
+ * library reads plain bytes, so it stays dependency-free. An input is one
+ * decoding source behind a stdio stream (fopencookie): the first decoded
+ * bytes are kept aside to tell the format, then served again, so a pipe is
+ * read once whether it is streamed or held. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include "input.h"
 
 #include <errno.h>
@@ -17,6 +23,7 @@ void cli_input_set_max(uint64_t bytes) { max_input = bytes ? bytes : CLI_DEFAULT
 uint64_t cli_input_max(void) { return max_input; }
 
 enum { GZIP, ZSTD, PLAIN };
+enum { CHUNK = 1 << 20, HEAD = 16 };
 
 static int kind_of(const unsigned char *b, size_t n) {
   if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b) return GZIP;
@@ -36,96 +43,191 @@ bool cli_input_needs_reader(const char *path) {
   return kind_of(b, n) != PLAIN;
 }
 
-typedef struct out {
-  unsigned char *p;
-  size_t len, cap;
-} out;
+struct cli_input {
+  FILE *raw;                /* the file, or stdin for "-" (not closed) */
+  FILE *stream;             /* the decoded bytes */
+  int kind;
+  z_stream z;
+  ZSTD_DStream *zs;
+  bool z_started, member_done, ended; /* ended: the last frame or member closed */
+  unsigned char *in;        /* raw bytes read and not yet decoded: in[in_pos, in_len) */
+  size_t in_pos, in_len;
+  unsigned char head[HEAD]; /* the first decoded bytes, served again first */
+  size_t head_len, head_pos;
+  bool failed;
+  char why[200];
+};
+
+static ssize_t fail(cli_input *in, const char *fmt, const char *arg) {
+  in->failed = true;
+  snprintf(in->why, sizeof in->why, fmt, arg);
+  errno = EIO;
+  return -1;
+}
+
+/* More raw bytes; 0 at the end of the file (-1 on a read error). */
+static ssize_t refill(cli_input *in) {
+  in->in_pos = 0;
+  in->in_len = fread(in->in, 1, CHUNK, in->raw);
+  if (!in->in_len && ferror(in->raw)) return fail(in, "read error: %s", strerror(errno));
+  return (ssize_t)in->in_len;
+}
+
+static ssize_t inflate_some(cli_input *in, unsigned char *buf, size_t size) {
+  for (;;) {
+    if (in->in_pos == in->in_len) {
+      ssize_t got = refill(in);
+      if (got < 0) return got;
+      if (!got) return in->ended ? 0 : fail(in, "the %s stream ends early", "gzip");
+    }
+    if (in->member_done) { /* a gzip file may hold several members, one after the other */
+      if (inflateReset(&in->z) != Z_OK) return fail(in, "gzip: %s", "cannot restart");
+      in->member_done = false;
+    }
+    in->z.next_in = in->in + in->in_pos, in->z.avail_in = (uInt)(in->in_len - in->in_pos);
+    in->z.next_out = buf, in->z.avail_out = (uInt)size;
+    int zr = inflate(&in->z, Z_NO_FLUSH);
+    in->in_pos = in->in_len - in->z.avail_in;
+    size_t made = size - in->z.avail_out;
+    if (zr == Z_STREAM_END)
+      in->member_done = in->ended = true;
+    else if (zr != Z_OK && zr != Z_BUF_ERROR)
+      return fail(in, "gzip: %s", in->z.msg ? in->z.msg : "corrupt");
+    else if (made)
+      in->ended = false;
+    if (made) return (ssize_t)made;
+  }
+}
+
+static ssize_t unzstd_some(cli_input *in, unsigned char *buf, size_t size) {
+  for (;;) {
+    if (in->in_pos == in->in_len) {
+      ssize_t got = refill(in);
+      if (got < 0) return got;
+      if (!got) return in->ended ? 0 : fail(in, "the %s stream ends early", "zstd");
+    }
+    ZSTD_inBuffer zi = {in->in, in->in_len, in->in_pos};
+    ZSTD_outBuffer zo = {buf, size, 0};
+    size_t zr = ZSTD_decompressStream(in->zs, &zo, &zi);
+    in->in_pos = zi.pos;
+    if (ZSTD_isError(zr)) return fail(in, "zstd: %s", ZSTD_getErrorName(zr));
+    in->ended = zr == 0;
+    if (zo.pos) return (ssize_t)zo.pos;
+  }
+}
+
+/* Decoded bytes into buf: > 0, 0 at the end, -1 on failure (why set). */
+static ssize_t decode(cli_input *in, unsigned char *buf, size_t size) {
+  if (in->failed) return -1;
+  if (in->kind == GZIP) return inflate_some(in, buf, size);
+  if (in->kind == ZSTD) return unzstd_some(in, buf, size);
+  if (in->in_pos < in->in_len) { /* what detection read first */
+    size_t n = in->in_len - in->in_pos < size ? in->in_len - in->in_pos : size;
+    memcpy(buf, in->in + in->in_pos, n);
+    in->in_pos += n;
+    return (ssize_t)n;
+  }
+  size_t n = fread(buf, 1, size, in->raw);
+  if (!n && ferror(in->raw)) return fail(in, "read error: %s", strerror(errno));
+  return (ssize_t)n;
+}
+
+static ssize_t cookie_read(void *c, char *buf, size_t size) {
+  cli_input *in = c;
+  if (in->head_pos < in->head_len) {
+    size_t n = in->head_len - in->head_pos < size ? in->head_len - in->head_pos : size;
+    memcpy(buf, in->head + in->head_pos, n);
+    in->head_pos += n;
+    return (ssize_t)n;
+  }
+  return decode(in, (unsigned char *)buf, size);
+}
+
+void cli_input_close(cli_input *in) {
+  if (!in) return;
+  if (in->stream) fclose(in->stream);
+  if (in->raw && in->raw != stdin) fclose(in->raw);
+  if (in->z_started) inflateEnd(&in->z);
+  ZSTD_freeDStream(in->zs);
+  free(in->in);
+  free(in);
+}
+
+/* The decoder for the first raw bytes, then the first decoded bytes aside. */
+static int start(cli_input *in, char *why, size_t why_size) {
+  if (refill(in) < 0) return snprintf(why, why_size, "%s", in->why), -1;
+  in->kind = kind_of(in->in, in->in_len);
+  if (in->kind == GZIP && inflateInit2(&in->z, 16 + MAX_WBITS) != Z_OK)
+    return snprintf(why, why_size, "zlib: cannot start"), -1;
+  in->z_started = in->kind == GZIP;
+  if (in->kind == ZSTD && !(in->zs = ZSTD_createDStream())) return snprintf(why, why_size, "zstd: cannot start"), -1;
+  for (ssize_t n = 1; n > 0 && in->head_len < HEAD; in->head_len += (size_t)(n > 0 ? n : 0))
+    n = decode(in, in->head + in->head_len, HEAD - in->head_len);
+  if (in->failed) return snprintf(why, why_size, "%s", in->why), -1;
+  cookie_io_functions_t io = {.read = cookie_read};
+  if (!(in->stream = fopencookie(in, "rb", io))) return snprintf(why, why_size, "out of host memory"), -1;
+  return 0;
+}
+
+cli_input *cli_input_open(const char *path, char *why, size_t why_size) {
+  cli_input *in = calloc(1, sizeof *in);
+  if (!in || !(in->in = malloc(CHUNK))) {
+    free(in);
+    snprintf(why, why_size, "out of host memory");
+    return NULL;
+  }
+  in->raw = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+  if (!in->raw) {
+    snprintf(why, why_size, "cannot open: %s", strerror(errno));
+    cli_input_close(in);
+    return NULL;
+  }
+  if (start(in, why, why_size)) {
+    cli_input_close(in);
+    return NULL;
+  }
+  return in;
+}
+
+FILE *cli_input_stream(cli_input *in) { return in->stream; }
+
+bool cli_input_is_native(const cli_input *in) { return in->head_len >= 11 && !memcmp(in->head, "gpurt-trace", 11); }
+
+const char *cli_input_error(const cli_input *in) { return in->failed ? in->why : NULL; }
 
 /* -1 (why set) once the input holds more than the limit. */
-static int over(const out *o, size_t more, char *why, size_t why_size) {
-  if ((uint64_t)o->len + more <= max_input) return 0;
+static int over(uint64_t len, char *why, size_t why_size) {
+  if (len <= max_input) return 0;
   return snprintf(why, why_size, "more than --max-input-size %llu bytes (the input is cut off there: give a larger "
                                  "--max-input-size)", (unsigned long long)max_input), -1;
 }
 
-/* Room for `more` bytes; -1 (why set) without memory. A decoder's room may pass the limit by one
- * chunk: what it wrote is checked after. */
-static int grow(out *o, size_t more, char *why, size_t why_size) {
-  if (o->len + more <= o->cap) return 0;
-  size_t cap = o->cap ? o->cap : 1 << 20;
-  while (cap < o->len + more) cap *= 2;
-  unsigned char *p = realloc(o->p, cap);
-  if (!p) return snprintf(why, why_size, "out of host memory at %zu bytes", o->len), -1;
-  o->p = p, o->cap = cap;
-  return 0;
-}
-
-enum { CHUNK = 1 << 20 };
-
-/* Feeds `in` (the n bytes already read, then the rest of f) through the decoder of kind k. */
-static int drain(FILE *f, int k, const unsigned char *head, size_t n, out *o, char *why, size_t why_size) {
-  unsigned char *in = malloc(CHUNK);
-  if (!in) return snprintf(why, why_size, "out of host memory"), -1;
-  memcpy(in, head, n);
-  z_stream z;
-  memset(&z, 0, sizeof z);
-  ZSTD_DStream *zs = NULL;
-  int rc = 0;
-  if (k == GZIP && inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) rc = -1, snprintf(why, why_size, "zlib: cannot start");
-  if (k == ZSTD && !(zs = ZSTD_createDStream())) rc = -1, snprintf(why, why_size, "zstd: cannot start");
-  bool ended = false;
-  for (size_t have = n; !rc; have = fread(in, 1, CHUNK, f)) {
-    if (!have) {
-      if (ferror(f)) rc = -1, snprintf(why, why_size, "read error: %s", strerror(errno));
-      else if (k != PLAIN && !ended) rc = -1, snprintf(why, why_size, "the %s stream ends early", k == GZIP ? "gzip" : "zstd");
-      break;
+int cli_input_slurp(cli_input *in, unsigned char **data, size_t *len, char *why, size_t why_size) {
+  *data = NULL, *len = 0;
+  unsigned char *p = NULL;
+  size_t n = 0, cap = 0;
+  for (;;) {
+    if (cap - n < CHUNK) { /* the cap is exact: at most one chunk is read past it, then refused */
+      size_t want = cap ? cap * 2 : CHUNK;
+      unsigned char *q = realloc(p, want);
+      if (!q) return free(p), snprintf(why, why_size, "out of host memory at %zu bytes", n), -1;
+      p = q, cap = want;
     }
-    if (k == PLAIN) {
-      if (!(rc = over(o, have, why, why_size)) && !(rc = grow(o, have, why, why_size)))
-        memcpy(o->p + o->len, in, have), o->len += have;
-      continue;
-    }
-    ZSTD_inBuffer zi = {in, have, 0};
-    z.next_in = in, z.avail_in = (uInt)have;
-    while (!rc && (k == GZIP ? z.avail_in > 0 : zi.pos < zi.size)) {
-      if ((rc = over(o, 0, why, why_size)) || (rc = grow(o, CHUNK, why, why_size))) break;
-      if (k == GZIP) {
-        z.next_out = o->p + o->len, z.avail_out = CHUNK;
-        int zr = inflate(&z, Z_NO_FLUSH);
-        o->len += CHUNK - z.avail_out;
-        if (zr == Z_STREAM_END) { /* a gzip file may hold several members, one after the other */
-          ended = true;
-          if (z.avail_in && inflateReset(&z) == Z_OK) continue;
-        } else if (zr != Z_OK && zr != Z_BUF_ERROR) rc = -1, snprintf(why, why_size, "gzip: %s", z.msg ? z.msg : "corrupt");
-        else ended = false;
-      } else {
-        ZSTD_outBuffer zo = {o->p + o->len, CHUNK, 0};
-        size_t zr = ZSTD_decompressStream(zs, &zo, &zi);
-        o->len += zo.pos;
-        if (ZSTD_isError(zr)) rc = -1, snprintf(why, why_size, "zstd: %s", ZSTD_getErrorName(zr));
-        ended = zr == 0;
-      }
-    }
+    size_t got = fread(p + n, 1, CHUNK, in->stream);
+    n += got;
+    if (over(n, why, why_size)) return free(p), -1;
+    if (got < CHUNK) break;
   }
-  if (!rc) rc = over(o, 0, why, why_size); /* the decoder's last chunk */
-  if (k == GZIP) inflateEnd(&z);
-  ZSTD_freeDStream(zs);
-  free(in);
-  return rc;
+  if (in->failed) return free(p), snprintf(why, why_size, "%s", in->why), -1;
+  if (!n) return free(p), snprintf(why, why_size, "empty input"), -1;
+  *data = p, *len = n;
+  return 0;
 }
 
 int cli_input_read(const char *path, unsigned char **data, size_t *len, char *why, size_t why_size) {
-  *data = NULL, *len = 0;
-  bool std_in = !strcmp(path, "-");
-  FILE *f = std_in ? stdin : fopen(path, "rb");
-  if (!f) return snprintf(why, why_size, "cannot open: %s", strerror(errno)), -1;
-  unsigned char head[4];
-  size_t n = fread(head, 1, sizeof head, f); /* the magic, from a buffered prefix: a pipe is read once */
-  out o = {0};
-  int rc = drain(f, kind_of(head, n), head, n, &o, why, why_size);
-  if (!std_in) fclose(f);
-  if (rc) return free(o.p), -1;
-  if (!o.len) return free(o.p), snprintf(why, why_size, "empty input"), -1;
-  *data = o.p, *len = o.len;
-  return 0;
+  cli_input *in = cli_input_open(path, why, why_size);
+  if (!in) return -1;
+  int rc = cli_input_slurp(in, data, len, why, why_size);
+  cli_input_close(in);
+  return rc;
 }

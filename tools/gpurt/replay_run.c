@@ -225,12 +225,62 @@ static int stream_run(const char *path, const cli_run_opts *o, cli_run *run) {
   return 0;
 }
 
+/* A native trace on a pipe, standard input or compressed: replayed as it is
+ * decoded, on this thread (its size is unknown, so no capacity search). */
+static int stream_input(const char *path, cli_input *in, const cli_run_opts *o, cli_run *run) {
+  memset(run, 0, sizeof *run);
+  run->trace_path = path;
+  run->format = "native";
+  snprintf(run->policy, sizeof run->policy, "%s", o->policy);
+  grt_replay_config c;
+  cli_run_config(o, &c);
+  cli_progress prog;
+  cli_progress_init(&prog, cli_basename(path), 0);
+  c.on_step = cli_progress_step;
+  c.step_ctx = &prog;
+  grt_replay *r;
+  grt_status st = grt_replay_create(&c, NULL, &r);
+  if (st) return report_open(o, path, st);
+  int rc = cli_feed_input(o->cmd, path, in, r);
+  cli_progress_done(&prog);
+  if (!rc && (st = grt_replay_get_summary(r, &run->sum))) rc = cli_fail_status(o->cmd, "grt_replay_get_summary", st, NULL);
+  run->n_events = run->sum.events;
+  st = grt_replay_destroy(r);
+  if (st && !rc) rc = cli_fail_status(o->cmd, "grt_replay_destroy", st, NULL);
+  return rc;
+}
+
+/* Opens a pipe or compressed input once: streamed when native and nothing
+ * needs the whole trace, else held (up to --max-input-size). *t gets the
+ * loaded trace, or stays NULL when the input was streamed (rc in *rc). */
+static void open_input(const char *path, const cli_run_opts *o, cli_run *run, grt_trace **t, int *rc) {
+  char why[300];
+  *t = NULL;
+  cli_input *in = cli_input_open(path, why, sizeof why);
+  if (!in) {
+    fprintf(stderr, "gpurt %s: %s: %s\n", o->cmd, cli_input_name(path), why);
+    *rc = 1;
+    return;
+  }
+  if (cli_input_is_native(in) && !o->series && !o->snapshots && o->search != 1)
+    *rc = stream_input(path, in, o, run);
+  else if (!(*t = cli_load_input(o->cmd, path, in, o->device)))
+    *rc = 1;
+  cli_input_close(in);
+}
+
 int cli_run_trace(const char *path, const cli_run_opts *o, cli_run *run) {
   /* big native files stream (memory follows the live allocations); small ones load, for the search */
   if (cli_is_native(path) && !o->series && !o->snapshots && (o->search == 0 || (o->search == -1 && cli_streams(path))))
     return stream_run(path, o, run);
-  grt_trace *t = cli_load_trace(o->cmd, path, o->device);
-  if (!t) return 1;
+  grt_trace *t = NULL;
+  if (cli_input_needs_reader(path)) {
+    int rc = 0;
+    open_input(path, o, run, &t, &rc);
+    if (!t) return rc;
+  } else if (!(t = cli_load_trace(o->cmd, path, o->device))) {
+    return 1;
+  }
   int rc = cli_run_loaded(t, path, o, run);
   grt_status st = grt_trace_destroy(t);
   if (st && !rc) {

@@ -11,6 +11,32 @@
 #include <time.h>
 #include <unistd.h>
 
+const char *cli_input_name(const char *path) { return strcmp(path, "-") ? path : "standard input"; }
+
+/* Prints a failed load's reason; NULL. */
+static grt_trace *load_failed(const char *cmd, const char *path, grt_status st, const grt_trace_error *err) {
+  char msg[600];
+  if (grt_trace_error_format(err, msg, sizeof msg)) snprintf(msg, sizeof msg, "%s", path); /* no location to add */
+  fprintf(stderr, "gpurt %s: %s (%s)\n", cmd, msg, grt_status_str(st));
+  return NULL;
+}
+
+grt_trace *cli_load_input(const char *cmd, const char *path, cli_input *in, int device) {
+  grt_trace_load_config cfg;
+  grt_trace_load_config_default(&cfg);
+  cfg.device = device;
+  unsigned char *data;
+  size_t len;
+  char why[300];
+  if (cli_input_slurp(in, &data, &len, why, sizeof why))
+    return fprintf(stderr, "gpurt %s: %s: %s\n", cmd, cli_input_name(path), why), NULL;
+  grt_trace *t = NULL;
+  grt_trace_error err;
+  grt_status st = grt_trace_load_buffer(data, len, !strcmp(path, "-") ? "<stdin>" : path, &cfg, &t, &err);
+  free(data);
+  return st ? load_failed(cmd, path, st, &err) : t;
+}
+
 grt_trace *cli_load_trace(const char *cmd, const char *path, int device) {
   grt_trace_load_config cfg;
   grt_trace_load_config_default(&cfg);
@@ -19,13 +45,12 @@ grt_trace *cli_load_trace(const char *cmd, const char *path, int device) {
   grt_trace_error err;
   grt_status st;
   if (cli_input_needs_reader(path)) { /* stdin, a pipe, a compressed file: read (and decompress) first */
-    unsigned char *data;
-    size_t len;
     char why[300];
-    if (cli_input_read(path, &data, &len, why, sizeof why))
-      return fprintf(stderr, "gpurt %s: %s: %s\n", cmd, !strcmp(path, "-") ? "standard input" : path, why), NULL;
-    st = grt_trace_load_buffer(data, len, !strcmp(path, "-") ? "<stdin>" : path, &cfg, &t, &err);
-    free(data);
+    cli_input *in = cli_input_open(path, why, sizeof why);
+    if (!in) return fprintf(stderr, "gpurt %s: %s: %s\n", cmd, cli_input_name(path), why), NULL;
+    t = cli_load_input(cmd, path, in, device);
+    cli_input_close(in);
+    return t;
   } else {
     struct stat sb;
     if (!stat(path, &sb) && (uint64_t)sb.st_size > cli_input_max())
@@ -33,13 +58,21 @@ grt_trace *cli_load_trace(const char *cmd, const char *path, int device) {
                      path, (unsigned long long)sb.st_size, (unsigned long long)cli_input_max()), NULL;
     st = grt_trace_load(path, &cfg, &t, &err);
   }
-  if (st) {
-    char msg[600];
-    if (grt_trace_error_format(&err, msg, sizeof msg)) snprintf(msg, sizeof msg, "%s", path); /* no location to add */
-    fprintf(stderr, "gpurt %s: %s (%s)\n", cmd, msg, grt_status_str(st));
-    return NULL;
-  }
-  return t;
+  return st ? load_failed(cmd, path, st, &err) : t;
+}
+
+int cli_feed_input(const char *cmd, const char *path, cli_input *in, grt_replay *r) {
+  grt_trace_error err;
+  memset(&err, 0, sizeof err);
+  grt_status st = grt_replay_feed_native_stream(r, cli_input_stream(in), !strcmp(path, "-") ? "<stdin>" : path, &err);
+  if (!st) return 0;
+  char msg[600];
+  if (cli_input_error(in))
+    snprintf(msg, sizeof msg, "%s: %s", cli_input_name(path), cli_input_error(in)); /* the decoder's reason */
+  else if (grt_trace_error_format(&err, msg, sizeof msg))
+    snprintf(msg, sizeof msg, "%s", cli_input_name(path));
+  fprintf(stderr, "gpurt %s: %s (%s)\n", cmd, msg, grt_status_str(st));
+  return 1;
 }
 
 bool cli_is_native(const char *path) {

@@ -9,9 +9,17 @@
 #include <stdio.h>
 
 #include "gpurt/replay.h"
+#include "input.h"
 
 /* Loads a trace; prints "gpurt CMD: file:line: reason" on failure. */
 grt_trace *cli_load_trace(const char *cmd, const char *path, int device);
+/* The same from an opened input (held whole, up to --max-input-size). */
+grt_trace *cli_load_input(const char *cmd, const char *path, cli_input *in, int device);
+/* Feeds a native input to r as it is read (memory follows the live
+ * allocations); 0, or 1 after printing the failure. */
+int cli_feed_input(const char *cmd, const char *path, cli_input *in, grt_replay *r);
+/* How messages name path ("standard input" for "-"). */
+const char *cli_input_name(const char *path);
 /* True when the file starts with the native magic. */
 bool cli_is_native(const char *path);
 /* True for a native file big enough to stream rather than load (loading
