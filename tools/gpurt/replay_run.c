@@ -199,17 +199,23 @@ int cli_run_loaded(const grt_trace *t, const char *path, const cli_run_opts *o, 
   return 0;
 }
 
-static int stream_run(const char *path, const cli_run_opts *o, cli_run *run) {
+/* A streamed native run's record and replay config, its progress bar on the steps. */
+static void stream_setup(const char *path, const cli_run_opts *o, cli_run *run, grt_replay_config *c,
+                         cli_progress *prog) {
   memset(run, 0, sizeof *run);
   run->trace_path = path;
   run->format = "native";
   snprintf(run->policy, sizeof run->policy, "%s", o->policy);
+  cli_run_config(o, c);
+  cli_progress_init(prog, cli_basename(path), 0);
+  c->on_step = cli_progress_step;
+  c->step_ctx = prog;
+}
+
+static int stream_run(const char *path, const cli_run_opts *o, cli_run *run) {
   grt_replay_config c;
-  cli_run_config(o, &c);
   cli_progress prog;
-  cli_progress_init(&prog, cli_basename(path), 0);
-  c.on_step = cli_progress_step;
-  c.step_ctx = &prog;
+  stream_setup(path, o, run, &c, &prog);
   grt_trace_error err;
   memset(&err, 0, sizeof err);
   grt_status st = grt_replay_stream_file(path, &c, &run->sum, &err);
@@ -228,16 +234,9 @@ static int stream_run(const char *path, const cli_run_opts *o, cli_run *run) {
 /* A native trace on a pipe, standard input or compressed: replayed as it is
  * decoded, on this thread (its size is unknown, so no capacity search). */
 static int stream_input(const char *path, cli_input *in, const cli_run_opts *o, cli_run *run) {
-  memset(run, 0, sizeof *run);
-  run->trace_path = path;
-  run->format = "native";
-  snprintf(run->policy, sizeof run->policy, "%s", o->policy);
   grt_replay_config c;
-  cli_run_config(o, &c);
   cli_progress prog;
-  cli_progress_init(&prog, cli_basename(path), 0);
-  c.on_step = cli_progress_step;
-  c.step_ctx = &prog;
+  stream_setup(path, o, run, &c, &prog);
   grt_replay *r;
   grt_status st = grt_replay_create(&c, NULL, &r);
   if (st) return report_open(o, path, st);
