@@ -5,7 +5,7 @@
  * through host functions setting flags, so each case is a yes/no question,
  * not a timing. "Does not run while blocked" is checked by waiting 300 ms.
  * The simulated device has no streams (the executor layer models them), so
- * these are n/a there. */
+ * on sim each case asks its question of the executor (cases_exec.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,11 +15,11 @@
 #define QUIET_MS 300 /* how long "does not run" is watched */
 #define RUN_MS 3000  /* how long "runs" may take */
 
-#define NEED_CUDA(b) \
-  if (!(b)->is_cuda) return r_na("streams are the executor's (exec layer); not in the device model")
+#define EXEC_ON_SIM(b, on_exec) \
+  if (!(b)->is_cuda) return on_exec()
 
 static result event_snapshot(backend *b) {
-  NEED_CUDA(b);
+  EXEC_ON_SIM(b, conf_exec_event_snapshot);
   grt_cuda_stream *s1 = NULL, *s2 = NULL;
   grt_cuda_gate *g1 = NULL, *g3 = NULL;
   grt_cuda_event *e = NULL;
@@ -60,7 +60,7 @@ static result event_snapshot(backend *b) {
 }
 
 static result never_recorded(backend *b) {
-  NEED_CUDA(b);
+  EXEC_ON_SIM(b, conf_exec_never_recorded);
   grt_cuda_stream *s = NULL;
   grt_cuda_event *e = NULL;
   volatile int ran = 0;
@@ -84,7 +84,7 @@ static result never_recorded(backend *b) {
 /* k1 on s, k2 on legacy: k2 waits for k1 (s blocking) or not (s non-blocking);
  * k1 on legacy, k2 on blocking s: k2 waits. */
 static result legacy_stream(backend *b) {
-  NEED_CUDA(b);
+  EXEC_ON_SIM(b, conf_exec_legacy_stream);
   grt_cuda_stream *leg = NULL, *blk = NULL, *nb = NULL;
   grt_cuda_gate *g[3] = {0};
   volatile int f[3] = {0};
@@ -141,7 +141,7 @@ static void log_order(void *arg) {
 }
 
 static result host_func_order(backend *b) {
-  NEED_CUDA(b);
+  EXEC_ON_SIM(b, conf_exec_host_func_order);
   grt_cuda_stream *s = NULL;
   grt_cuda_gate *g = NULL;
   order_log log = {{0}, 0};
@@ -170,7 +170,7 @@ static result host_func_order(backend *b) {
 }
 
 static result copies(backend *b) {
-  NEED_CUDA(b);
+  EXEC_ON_SIM(b, conf_exec_copies);
   enum { N = 16 << 20 };
   unsigned char *h = malloc(N), *back = malloc(N);
   grt_cuda_stream *s = NULL;
@@ -207,7 +207,7 @@ static result copies(backend *b) {
 }
 
 static result destroy_pending(backend *b) {
-  NEED_CUDA(b);
+  EXEC_ON_SIM(b, conf_exec_destroy_pending);
   grt_cuda_stream *s = NULL;
   grt_cuda_gate *g = NULL;
   volatile int ran = 0;

@@ -2,8 +2,9 @@
  *
  * A case runs against one backend (a simulated or a CUDA device) and returns
  * PASS / FAIL with a short note of what it measured, or N/A when the backend
- * has no such feature (the simulated device has no streams: that is the
- * executor's job, in another layer). main.c prints the markdown table.
+ * has no such feature. The simulated device has no streams (that is the
+ * executor's job, in another layer), so on sim the stream cases run on the
+ * executor instead. main.c prints the markdown table.
  */
 #ifndef GRT_TOOLS_CONFORMANCE_H
 #define GRT_TOOLS_CONFORMANCE_H
@@ -74,6 +75,14 @@ extern const ccase conf_mem_cases[];
 extern const size_t conf_mem_count;
 extern const ccase conf_stream_cases[];
 extern const size_t conf_stream_count;
+/* The stream cases' questions asked of the executor (cases_exec.c): the sim
+ * column of cases_stream.c, whose simulated device has no streams itself. */
+result conf_exec_event_snapshot(void);
+result conf_exec_never_recorded(void);
+result conf_exec_legacy_stream(void);
+result conf_exec_host_func_order(void);
+result conf_exec_copies(void);
+result conf_exec_destroy_pending(void);
 /* Run after the stream cases, so that the numbers docs/CONFORMANCE.md cites
  * for the cases before it stay theirs; it also fills most of the GPU, best
  * done when nothing else follows. */
