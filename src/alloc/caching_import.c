@@ -94,7 +94,7 @@ grt_status grt__caching_import_block(grt_allocator *a, grt_devptr addr, uint64_t
   cseg *s = grt__seg_find(c, addr);
   cblock *b = s ? s->head : NULL;
   while (b && !(addr >= b->ptr && addr < b->ptr + b->size)) b = b->next;
-  if (!b || !cblock_is_free(b) || addr + size > b->ptr + b->size) {
+  if (!b || !cblock_is_free(b) || size > b->ptr + b->size - addr) { /* no sum: a size may wrap it past 2^64 */
     grt__alloc_set_error(a, "imported block 0x%llx (+%llu) is not inside one free block", (unsigned long long)addr,
                          (unsigned long long)size);
     return GRT_ERR_INVALID_ARG;

@@ -47,7 +47,7 @@ typedef struct sim {
   unsigned char *host; /* capacity bytes when host backing is on, else NULL */
   reservation *res;    /* sorted by va (va only grows) */
   size_t n_res, cap_res;
-  grt_devptr next_va;
+  grt_devptr next_va, va_end; /* reservations take [next_va, va_end), upwards */
   grt__u64map pages;   /* physical page address -> 1: live entries that are pages, not segments */
   uint64_t mapped_pages;
 } sim;
@@ -57,6 +57,21 @@ typedef struct sim {
 static uint64_t span_of(const grt_device_config *cfg) {
   if (cfg->model != GRT_DEVICE_MODEL_PAGED) return cfg->capacity;
   return cfg->capacity <= VA_OFFSET / 8 ? cfg->capacity * 8 : VA_OFFSET;
+}
+
+/* Reservations get address space of their own: VA_OFFSET above the base
+ * (or past the segment space, should it span more), or, on a device too
+ * close to 2^64 for that, below its base; never wrapping past 2^64, never
+ * at 0. */
+static void place_va(sim *s) {
+  uint64_t room = UINT64_MAX - s->base, gap = s->span > VA_OFFSET ? s->span : VA_OFFSET;
+  if (gap < room && room - gap >= VA_OFFSET) {
+    s->next_va = s->base + gap;
+    s->va_end = (grt_devptr)0 - PAGE;
+  } else {
+    s->next_va = PAGE;
+    s->va_end = s->base;
+  }
 }
 
 static grt_status check_paged(const grt_device_config *cfg) {
@@ -79,7 +94,7 @@ grt_status grt__device_sim_create(const grt_device_config *cfg, void **impl) {
   grt__u64map_init(&s->live);
   grt__u64map_init(&s->freed);
   grt__u64map_init(&s->pages);
-  s->next_va = cfg->base_address + VA_OFFSET;
+  place_va(s);
   if (cfg->host_backing) {
     s->host = calloc(1, (size_t)cfg->capacity);
     if (!s->host) goto fail;
@@ -221,7 +236,7 @@ static grt_status sim_host_ptr(void *impl, grt_devptr ptr, uint64_t len, void **
   reservation *r = find_res(s, ptr);
   if (r) { /* virtual: translate within one page */
     uint64_t page = (ptr - r->va) / PAGE, off = (ptr - r->va) % PAGE;
-    if (!r->phys[page] || off + len > PAGE) return GRT_ERR_UNKNOWN_POINTER;
+    if (!r->phys[page] || len > PAGE - off) return GRT_ERR_UNKNOWN_POINTER;
     *out = s->host + (r->phys[page] - s->base) + off;
     return GRT_OK;
   }
@@ -285,6 +300,7 @@ static grt_status sim_vmm_granularity(void *impl, uint64_t *bytes) {
 
 static grt_status sim_reserve(void *impl, uint64_t size, grt_devptr *va) {
   sim *s = impl;
+  if (s->next_va >= s->va_end || size > s->va_end - s->next_va) return GRT_ERR_OOM; /* no address space left */
   if (s->n_res == s->cap_res) {
     size_t cap = s->cap_res ? s->cap_res * 2 : 4;
     reservation *r = realloc(s->res, cap * sizeof *r);
@@ -301,7 +317,7 @@ static grt_status sim_reserve(void *impl, uint64_t size, grt_devptr *va) {
   }
   s->res[s->n_res++] = (reservation){s->next_va, size, phys, piece, 0};
   *va = s->next_va;
-  s->next_va += size + PAGE; /* a guard page between reservations */
+  s->next_va = size + PAGE < s->va_end - s->next_va ? s->next_va + size + PAGE : s->va_end; /* a guard page between */
   return GRT_OK;
 }
 
@@ -322,7 +338,7 @@ static void unmap_pages(sim *s, reservation *r, uint64_t first, uint64_t n) {
 static grt_status sim_map(void *impl, grt_devptr va, uint64_t size) {
   sim *s = impl;
   reservation *r = find_res(s, va);
-  if (!r || va + size > r->va + r->size) return GRT_ERR_INVALID_ARG;
+  if (!r || size > r->va + r->size - va) return GRT_ERR_INVALID_ARG; /* no sum: a size may wrap it */
   uint64_t first = (va - r->va) / PAGE, n = size / PAGE;
   for (uint64_t p = first; p < first + n; p++)
     if (r->phys[p]) return GRT_ERR_INVALID_ARG; /* already mapped */
@@ -351,7 +367,7 @@ static grt_status sim_map(void *impl, grt_devptr va, uint64_t size) {
 static grt_status sim_unmap(void *impl, grt_devptr va, uint64_t size) {
   sim *s = impl;
   reservation *r = find_res(s, va);
-  if (!r || va + size > r->va + r->size) return GRT_ERR_INVALID_ARG;
+  if (!r || size > r->va + r->size - va) return GRT_ERR_INVALID_ARG; /* no sum: a size may wrap it */
   uint64_t first = (va - r->va) / PAGE, n = size / PAGE, end = first + n;
   for (uint64_t p = first; p < end; p++)
     if (!r->phys[p]) return GRT_ERR_INVALID_ARG; /* not mapped */

@@ -258,7 +258,16 @@ static void index_alloc(slab *s, salloc *al) {
 static grt_status slab_malloc(grt_allocator *a, uint64_t size, grt_stream_id stream, grt_devptr *out) {
   slab *s = a->impl;
   (void)stream; /* one page stack for every stream */
-  size_t n = (size_t)((size + s->page_size - 1) / s->page_size);
+  uint64_t n64 = size / s->page_size + (size % s->page_size != 0);
+  grt_device_stats ds;
+  grt__ignore(grt_device_get_stats(a->dev, &ds)); /* a device and a buffer: it cannot fail */
+  if (n64 > ds.capacity / s->page_size) { /* never servable: refused before its block table is sized by it */
+    char why[96];
+    snprintf(why, sizeof why, "it needs %llu pages and the device holds %llu", (unsigned long long)n64,
+             (unsigned long long)(ds.capacity / s->page_size));
+    return grt__zoo_oom(a, GRT_ERR_OOM, size, why);
+  }
+  size_t n = (size_t)n64;
   salloc *al = calloc(1, sizeof *al + n * sizeof al->pages[0]);
   if (!al || !grt__u64map_reserve(&s->live, 1) || (n > 1 && grt__bins_reserve(s->virt, 1))) {
     free(al); /* before the device: a failure changes nothing */

@@ -26,10 +26,22 @@
 
 #define TWO_MIB ((uint64_t)2 << 20)
 
+/* The highest 2 MiB-aligned address: a device's range ends at or below it, never past 2^64. */
+#define TOP ((uint64_t)0 - TWO_MIB)
+
 static void span_add(uint64_t *lo, uint64_t *hi, uint64_t addr, uint64_t size) {
   if (!addr) return;
   if (addr < *lo) *lo = addr;
-  if (addr + size > *hi) *hi = addr + size;
+  uint64_t end = size > UINT64_MAX - addr ? UINT64_MAX : addr + size; /* a recorded range may claim to wrap */
+  if (end > *hi) *hi = end;
+}
+
+/* The addresses a device of this capacity spans from its base (gpurt/device.h:
+ * the paged model's virtual space is 8 x capacity, at most 16 TiB). */
+static uint64_t device_span(const grt_replay_config *cfg, uint64_t capacity) {
+  uint64_t va = (uint64_t)1 << 44;
+  if (cfg->device_model != GRT_DEVICE_MODEL_PAGED) return capacity;
+  return capacity <= va / 8 ? capacity * 8 : va;
 }
 
 void grt__replay_geometry(const grt_replay_config *cfg, const grt_trace_info *info, bool recorded,
@@ -48,12 +60,17 @@ void grt__replay_geometry(const grt_replay_config *cfg, const grt_trace_info *in
   if (hi == 0) return;
   lo &= ~(TWO_MIB - 1);
   if (lo == 0) lo = TWO_MIB;
-  hi = (hi + TWO_MIB - 1) & ~(TWO_MIB - 1);
+  if (lo > TOP - TWO_MIB) lo = TOP - TWO_MIB;
+  hi = hi > TOP ? TOP : (hi + TWO_MIB - 1) & ~(TWO_MIB - 1);
   if (!cfg->base_address) *base = lo;
   if (!cfg->capacity) {
-    uint64_t span = hi > *base ? hi - *base : 0;
-    *capacity = span * 2 < GRT_GiB ? GRT_GiB : span * 2;
+    uint64_t span = hi > *base ? hi - *base : 0, most = TOP - TWO_MIB;
+    *capacity = span > most / 2 ? most : span * 2 < GRT_GiB ? GRT_GiB : span * 2;
   }
+  /* Addresses near 2^64: the device keeps its capacity and moves down to end
+   * below 2^64, still holding every recorded address (hi is at most TOP). */
+  uint64_t need = device_span(cfg, *capacity);
+  if (!cfg->base_address && need <= TOP - TWO_MIB && need > TOP - *base) *base = TOP - need;
 }
 
 grt_status grt__replay_alloc_config(const grt_replay_config *cfg, const grt_trace_info *info, grt_alloc_config *out,
@@ -226,6 +243,27 @@ static grt_status expandable_segments(grt_replay *r, start_state *s) {
   return st;
 }
 
+/* The allocator refuses a range that is not whole blocks before it looks at
+ * it, with no message of its own: a real snapshot's ranges always are, so
+ * the snapshot is malformed, and the rebuild says where. */
+static grt_status check_range(grt_replay *r, const char *what, grt_devptr addr, uint64_t size) {
+  if (size && addr % GRT_MIN_BLOCK_SIZE == 0 && size % GRT_MIN_BLOCK_SIZE == 0 && size - 1 <= UINT64_MAX - addr)
+    return GRT_OK;
+  grt__replay_set_error(r, "rebuilding the start: the snapshot's %s 0x%llx (+%llu bytes) is not whole %llu-byte blocks",
+                        what, (unsigned long long)addr, (unsigned long long)size, (unsigned long long)GRT_MIN_BLOCK_SIZE);
+  return GRT_ERR_PARSE;
+}
+
+/* The allocator's reason, or the status's where the call was refused before it ran. */
+static const char *alloc_reason(grt_replay *r, grt_status st) {
+  const char *m = grt_alloc_last_error(r->alloc);
+  return m[0] ? m : grt_status_str(st);
+}
+
+/* An import the allocator refuses as an invalid range is the snapshot's
+ * fault (its ranges do not fit together), not the caller's. */
+static grt_status import_status(grt_status st) { return st == GRT_ERR_INVALID_ARG ? GRT_ERR_PARSE : st; }
+
 grt_status grt__replay_rebuild_start(grt_replay *r) {
   const grt_trace_info *in = &r->info;
   grt_alloc_config ac;
@@ -240,16 +278,20 @@ grt_status grt__replay_rebuild_start(grt_replay *r) {
     if (!expandable) apply_gap_rule(in, &s); /* expandable blocks split whenever 512 B would remain */
     for (size_t i = 0; i < s.segs.n && !st && !expandable; i++) {
       const grt__replay_range *g = &s.segs.v[i];
+      if ((st = check_range(r, "segment", g->addr, g->size))) break;
       st = grt_alloc_import_segment_pool(r->alloc, g->pool, g->addr, g->size, g->stream, g->is_large);
-      if (st) grt__replay_set_error(r, "rebuilding the start: %s", grt_alloc_last_error(r->alloc));
+      if (st) grt__replay_set_error(r, "rebuilding the start: %s", alloc_reason(r, st));
+      st = import_status(st);
     }
     for (size_t i = 0; i < s.n_blocks && !st; i++) {
       const start_block *b = &s.blocks[i];
       if (!seg_of(&s, b->addr)) continue; /* not in a segment that existed: nothing to rebuild */
+      if ((st = check_range(r, "block", b->addr, b->size))) break;
       st = grt_alloc_import_block(r->alloc, grt__replay_to_replay(r, b->addr), b->size, b->requested);
       if (st) {
         grt__replay_set_error(r, "rebuilding the start: block 0x%llx (+%llu): %s", (unsigned long long)b->addr,
-                              (unsigned long long)b->size, grt_alloc_last_error(r->alloc));
+                              (unsigned long long)b->size, alloc_reason(r, st));
+        st = import_status(st);
         break;
       }
       st = grt__replay_note_imported(r, b->addr);
