@@ -450,7 +450,7 @@ static void test_pickle_schema_errors(void **state) {
   one_event(p, ev_time_big);
   expect_schema_error(p, "device_traces[0][0]: 'time_us' is not an integer");
   one_event(p, ev_addr_max);
-  expect_schema_error(p, "device_traces[0][0]: address out of range");
+  expect_schema_error(p, "device_traces[0][0]: address out of range: 0xffffffffffffffff (at most 2^64-2)");
   begin(p), str(p, "device_traces"), op(p, ']'), small(p, 1), op(p, 'a'), end(p);
   expect_schema_error(p, "device_traces[0] is not a list");
   begin(p), str(p, "device_traces"), small(p, 1), end(p);

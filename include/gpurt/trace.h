@@ -16,7 +16,12 @@
  * the next free_requested/free_completed at A. A free whose allocation is not
  * in the trace (the block was live when recording started) gets a fresh id
  * and the flag GRT_TRACE_F_UNMATCHED. Events other than alloc/free_* carry
- * id GRT_TRACE_NO_ID.
+ * id GRT_TRACE_NO_ID. The input's own key of an allocation (a native or
+ * minimalloc id, an RMM pointer, a PyTorch address) may be any value but
+ * 2^64-1, which readers refuse (GRT_ERR_PARSE, naming the field): a streamed
+ * event carries the file's id, which must never read as GRT_TRACE_NO_ID.
+ * Every other field takes its whole range: streams, sizes and addresses
+ * 2^64-1 included.
  *
  * Frees. free_completed is when the block becomes reusable; free_requested
  * (PyTorch only: the user's free, which may wait on stream events) only moves

@@ -62,7 +62,7 @@ grt_status grt__read_minimalloc(const char *data, size_t len, grt_trace **out, g
     size_t nf = grt__split(line, ',', f, MAX_COLS);
     if (nf != ncols) FAIL("expected %zu comma-separated fields, found %s%zu", ncols, nf > MAX_COLS ? "more than " : "", nf > MAX_COLS ? (size_t)MAX_COLS : nf);
     uint64_t id, lower, upper, size;
-    if (!grt__parse_u64(f[0], &id) || id == UINT64_MAX) FAIL("id field '%s' is not a number", grt__quote(f[0], q, sizeof q));
+    if (!grt__parse_u64(f[0], &id) || id == UINT64_MAX) FAIL("id field '%s' is not a number below 2^64-1", grt__quote(f[0], q, sizeof q));
     if (!grt__parse_u64(f[1], &lower)) FAIL("lower field '%s' is not a number", grt__quote(f[1], q, sizeof q));
     if (!grt__parse_u64(f[2], &upper)) FAIL("upper field '%s' is not a number", grt__quote(f[2], q, sizeof q));
     if (!grt__parse_u64(f[3], &size)) FAIL("size field '%s' is not a number", grt__quote(f[3], q, sizeof q));

@@ -309,7 +309,7 @@ static grt_status feed_core(conv *c, const taken_event *o, char *w, size_t wn) {
   if (st == GRT_ERR_STATE)
     return why(w, wn, "alloc at 0x%" PRIx64 ", which is still allocated (no free_completed since its alloc)",
                o->addr);
-  if (st == GRT_ERR_INVALID_ARG) return why(w, wn, "address out of range");
+  if (st == GRT_ERR_INVALID_ARG) return why(w, wn, "address out of range: 0x%" PRIx64 " (at most 2^64-2)", o->addr);
   if (st) return build_failed(c, st);
   if (o->frames_malformed) c->b.t->frames_skipped++;
   if ((st = grt__tb_event_stack(&c->b, o->stack))) return build_failed(c, st);

@@ -105,7 +105,7 @@ grt_status grt__read_rmm(const char *data, size_t len, grt_trace **out, grt_trac
     if (is_null_ptr(f[3])) {
       if (kind != GRT_TRACE_OOM) FAIL("%s of a null pointer", kind == GRT_TRACE_ALLOC ? "allocate" : "free");
     } else {
-      if (!grt__parse_hex(f[3], &ptr) || ptr == UINT64_MAX) FAIL("pointer field '%s' is not a hex address", grt__quote(f[3], q, sizeof q));
+      if (!grt__parse_hex(f[3], &ptr) || ptr == UINT64_MAX) FAIL("pointer field '%s' is not a hex address below 0xffffffffffffffff", grt__quote(f[3], q, sizeof q));
       flags |= GRT_TRACE_F_ADDR;
     }
     if (!grt__parse_u64(f[4], &size)) FAIL("size field '%s' is not a number", grt__quote(f[4], q, sizeof q));
