@@ -2,11 +2,13 @@
  *
  * The input's bytes pick a policy and configuration, then a sequence of
  * public calls, valid and invalid: malloc of any size (0, absurd, above the
- * device), free of live, interior, stale and foreign pointers (double frees),
- * record_stream on live, freed and unknown blocks and on streams never used
- * before, empty_cache, event completions, armed device faults, block_info,
- * snapshots, statistics, imports of recorded segments and blocks at arbitrary
- * addresses; and raw device calls (malloc, malloc_at, free, reserve, map,
+ * device) on any stream (mostly 0-4, also UINT64_MAX, UINT64_MAX - 1, 2^63
+ * and other values a container could reserve, or anything), free of live,
+ * interior, stale and foreign pointers (double frees), record_stream on live,
+ * freed and unknown blocks and on streams never used before, empty_cache,
+ * event completions, armed device faults, block_info, snapshots, statistics,
+ * imports of recorded segments and blocks at arbitrary addresses (on the
+ * device, from 0, just below 2^64) and sizes; and raw device calls (malloc, malloc_at, free, reserve, map,
  * unmap, release) on a second device. The oracle:
  *   - grt_alloc_check passes after every call (every 8th after the first 32)
  *     and at the end;
@@ -124,6 +126,31 @@ static uint64_t pick_size(state *s, input *in) {
   }
 }
 
+/* Mostly the few streams a program uses, so that blocks meet again on one;
+ * else the values a container could take for "empty" or "none" (every
+ * stream id is the caller's), or anything. */
+static grt_stream_id pick_stream(input *in) {
+  static const grt_stream_id extreme[] = {UINT64_MAX, UINT64_MAX - 1, (uint64_t)1 << 63, ((uint64_t)1 << 63) - 1,
+                                          UINT32_MAX, (uint64_t)UINT32_MAX + 1, 512, 0x7f0000000000ULL};
+  unsigned k = take8(in);
+  if (k < 200) return k % 5;
+  if (k < 240) return extreme[k % 8];
+  return take64(in);
+}
+
+/* Where an imported segment or block goes: on the device mostly, else
+ * anywhere, near the top of the address space or at the bottom. */
+static grt_devptr pick_import_addr(input *in, grt_devptr device_addr) {
+  unsigned k = take8(in);
+  if (k < 224) return device_addr;
+  switch (k % 4) {
+    case 0: return take64(in) & ~(uint64_t)511;
+    case 1: return (uint64_t)0 - 512 * (uint64_t)(1 + take8(in)); /* the last 128 KiB below 2^64 */
+    case 2: return 512 * (uint64_t)take8(in);                     /* from 0 */
+    default: return take64(in);
+  }
+}
+
 static int is_live(const state *s, grt_devptr p) {
   for (int i = 0; i < SLOTS; i++)
     if (s->slots[i].ptr == p) return 1;
@@ -136,7 +163,7 @@ static void do_malloc(state *s, input *in, unsigned k) {
   slot *sl = &s->slots[k % SLOTS];
   if (sl->ptr) return;
   uint64_t size = pick_size(s, in);
-  grt_stream_id stream = take8(in) % 5;
+  grt_stream_id stream = pick_stream(in);
   grt_devptr p = 0;
   grt_status st = grt_alloc_malloc(s->a, size, stream, &p);
   CHECK(st == GRT_OK || st == GRT_ERR_SIZE || st == GRT_ERR_OOM || st == GRT_ERR_FAULT_INJECTED,
@@ -145,6 +172,7 @@ static void do_malloc(state *s, input *in, unsigned k) {
   if (st) return;
   uint64_t bs = 0, rq = 0;
   CHECK(grt_alloc_block_info(s->a, p, &bs, &rq) == GRT_OK, "block_info of a fresh block");
+  CHECK(p + bs > p, "block 0x%llx +%llu wraps past 2^64", (unsigned long long)p, (unsigned long long)bs);
   CHECK(rq == size && bs >= size, "block_info: size %llu requested %llu for %llu", (unsigned long long)bs,
         (unsigned long long)rq, (unsigned long long)size);
   for (int i = 0; i < SLOTS; i++)
@@ -163,7 +191,7 @@ static void do_pointer_call(state *s, input *in, unsigned op) {
   if (op == 0) {
     st = grt_alloc_free(s->a, p);
   } else if (op == 1) {
-    grt_stream_id stream = take8(in) & 0x80 ? take64(in) : take8(in) % 5; /* incl. streams never seen */
+    grt_stream_id stream = pick_stream(in); /* incl. streams never seen */
     st = grt_alloc_record_stream(s->a, p, stream);
   } else {
     st = grt_alloc_block_info(s->a, p, &bs, &rq);
@@ -212,8 +240,9 @@ static void do_import(state *s, input *in) {
   unsigned k = take8(in);
   if (k & 1) {
     grt_devptr base = 0x7f0000000000ULL + (uint64_t)take8(in) * MiB + (k & 2 ? 0 : 512 * take8(in));
-    uint64_t size = k & 4 ? (uint64_t)(1 + take8(in)) * MiB : take64(in) % (64 * MiB);
-    grt_status st = grt_alloc_import_segment(s->a, base, size, take8(in) % 5, (k >> 3) & 1);
+    base = pick_import_addr(in, base);
+    uint64_t size = k & 4 ? (uint64_t)(1 + take8(in)) * MiB : k & 0x80 ? take64(in) : take64(in) % (64 * MiB);
+    grt_status st = grt_alloc_import_segment(s->a, base, size, pick_stream(in), (k >> 3) & 1);
     CHECK(st == GRT_OK || st == GRT_ERR_INVALID_ARG || st == GRT_ERR_OOM || st == GRT_ERR_SIZE ||
               st == GRT_ERR_UNSUPPORTED || st == GRT_ERR_FAULT_INJECTED,
           "import_segment: %s", grt_status_name(st));
@@ -222,12 +251,16 @@ static void do_import(state *s, input *in) {
   slot *sl = &s->slots[take8(in) % SLOTS];
   if (sl->ptr) return;
   grt_devptr addr = 0x7f0000000000ULL + (uint64_t)take8(in) * MiB + 512 * (uint64_t)take8(in);
+  addr = pick_import_addr(in, addr);
   uint64_t size = 512 * (uint64_t)(1 + take8(in) * (k & 2 ? 64 : 1)), requested = size - take8(in) * (k & 4 ? 1 : 0);
+  if (k & 0x80) size = take64(in), requested = size; /* anything, up to a range that wraps past 2^64 */
   grt_status st = grt_alloc_import_block(s->a, addr, size, requested);
   CHECK(st == GRT_OK || st == GRT_ERR_INVALID_ARG || st == GRT_ERR_UNSUPPORTED, "import_block: %s",
         grt_status_name(st));
   if (st == GRT_OK) {
     uint64_t bs = 0, rq = 0;
+    CHECK(addr && size && addr + size > addr, "imported block 0x%llx +%llu is empty or wraps past 2^64",
+          (unsigned long long)addr, (unsigned long long)size);
     CHECK(grt_alloc_block_info(s->a, addr, &bs, &rq) == GRT_OK && bs == size && rq == requested,
           "an imported block reads back differently");
     for (int i = 0; i < SLOTS; i++)
@@ -282,15 +315,17 @@ static void do_device(state *s, input *in) {
       st = grt_device_reserve(s->raw, (uint64_t)(take8(in) % 8) * 2 * MiB + (k & 0x40 ? 512 : 0), &s->raw_va[v]);
       if (st) s->raw_va[v] = 0;
       break;
-    case 4:
-      st = grt_device_map(s->raw, s->raw_va[v] + 2 * MiB * (take8(in) % 8), 2 * MiB * (take8(in) % 4));
+    case 4: /* also sizes that run past the reservation, up to ones that wrap past 2^64 */
+      st = grt_device_map(s->raw, s->raw_va[v] + 2 * MiB * (take8(in) % 8),
+                          k & 0x40 ? take64(in) & ~(2 * MiB - 1) : 2 * MiB * (take8(in) % 4));
       CHECK(st == GRT_OK || st == GRT_ERR_INVALID_ARG || st == GRT_ERR_SIZE || st == GRT_ERR_OOM ||
                 st == GRT_ERR_FAULT_INJECTED,
             "map: %s",
             grt_status_name(st));
       break;
     case 5:
-      st = grt_device_unmap(s->raw, s->raw_va[v] + 2 * MiB * (take8(in) % 8), 2 * MiB * (take8(in) % 4));
+      st = grt_device_unmap(s->raw, s->raw_va[v] + 2 * MiB * (take8(in) % 8),
+                            k & 0x40 ? take64(in) & ~(2 * MiB - 1) : 2 * MiB * (take8(in) % 4));
       CHECK(st == GRT_OK || st == GRT_ERR_INVALID_ARG || st == GRT_ERR_SIZE, "unmap: %s", grt_status_name(st));
       break;
     default:
@@ -333,7 +368,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   static state s; /* large; reset for every input */
   memset(&s, 0, sizeof s);
   unsigned mode = take8(&in), shape = take8(&in);
-  s.capacity = (64 * MiB) << (shape % 4);
+  const char *conf = configs[(mode >> 1) % 8];
+  /* expandable segments map a request that cannot fit page by page up to the
+   * capacity before they give up (as PyTorch does): a small device keeps
+   * those OOMs, a quarter of the mallocs, as cheap as the rest */
+  s.capacity = (64 * MiB) << (shape % (strstr(conf, "expandable") ? 2 : 4));
   grt_device_config dc;
   grt_device_config_default(&dc);
   dc.capacity = s.capacity;
@@ -344,14 +383,15 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   CHECK(grt_device_create(&dc, &s.raw) == GRT_OK, "raw device create");
   grt_alloc_config cfg;
   grt_alloc_config_default(&cfg);
-  CHECK(grt_alloc_config_parse(&cfg, configs[(mode >> 1) % 8], NULL, 0) == GRT_OK, "config");
+  CHECK(grt_alloc_config_parse(&cfg, conf, NULL, 0) == GRT_OK, "config");
   grt_stream_ops ops = {&s.ev, ev_record, ev_query, ev_sync, ev_destroy};
   if (mode & 0x10) cfg.stream_ops = &ops;
   if (mode & 0x20) { /* garbage collection needs a memory fraction */
     cfg.memory_fraction = 0.75;
     cfg.garbage_collection_threshold = shape & 0x40 ? 0.5 : 0.0;
   }
-  const char *policy = (mode & 0xc1) == 0xc1 ? "naive" : "caching";
+  /* mostly caching; sharded puts streams on shards by their value */
+  const char *policy = (mode & 0xc1) == 0xc1 ? "naive" : (mode & 0xc1) == 0x41 ? "sharded" : "caching";
   CHECK(grt_alloc_create(policy, s.dev, &cfg, &s.a) == GRT_OK, "allocator create");
   for (int n = 0; in.n && n < MAX_OPS; n++) {
     unsigned op = take8(&in);

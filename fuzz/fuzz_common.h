@@ -1,6 +1,7 @@
 /* fuzz_common.h — the shared libFuzzer body: load an input with one reader and, when it
  * loads, check that the native writer and reader reproduce it exactly (write -> read), its
- * stacks included, and that every stack folds to indices inside it. */
+ * stacks included, and that every stack folds to indices inside it; then replay it
+ * (fuzz_replay.h). */
 #ifndef GRT_FUZZ_COMMON_H
 #define GRT_FUZZ_COMMON_H
 
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_replay.h"
 #include "gpurt/trace.h"
 
 static inline void grt_fuzz_stacks(const grt_trace *t, const grt_trace *u, const grt_trace_info *a,
@@ -65,6 +67,7 @@ static inline int grt_fuzz_one(const unsigned char *data, size_t size, grt_trace
   grt_status st = grt_trace_load_buffer(data, size, "fuzz", &cfg, &t, &err);
   if (st == GRT_OK) {
     grt_fuzz_round_trip(t);
+    grt_fuzz_replay(t, size ? (unsigned)(data[size / 2] ^ data[size - 1]) : 0); /* a byte the mutations move */
     if (grt_trace_destroy(t) != GRT_OK) abort();
   } else if (t != NULL || err.reason[0] == '\0') {
     abort(); /* a failed load must leave *out NULL and say why */

@@ -2,9 +2,10 @@
 """Writes small hand-made PyTorch-snapshot-shaped pickles (plain dicts only) to fuzz/corpus/pytorch/.
 
 Seeds for fuzz_pytorch: every protocol from 2 to 5, with and without optional keys, block
-addresses present and absent, settings as a dict and as an int, several devices, and stacks
+addresses present and absent, settings as a dict and as an int, several devices, stacks
 shaped like real ones (shared frame dicts the pickler memoizes, frames on blocks and segments,
-malformed entries the reader drops).
+malformed entries the reader drops), and the extreme values: streams 2^64-1 and 2^63, segments
+just below 2^64, a request of 2^63 bytes.
 Run from the repository root: python3 fuzz/make_pickle_seeds.py
 """
 import os
@@ -69,6 +70,33 @@ def with_stacks():
     return s
 
 
+def sentinel(top_gap=8 << 20):
+    """Every value a container could take for "empty" or "none": segments just below 2^64 (ending
+    top_gap bytes below it; 0: at it), streams 2^64-1, 2^64-2 and 2^63, a request of 2^63 bytes."""
+    mib = 1 << 20
+    s = snapshot()
+    top = (1 << 64) - top_gap - 4 * mib
+    smax, snext, shalf = (1 << 64) - 1, (1 << 64) - 2, 1 << 63
+    seg = s["segments"][0]
+    seg.update(address=top, stream=smax)
+    seg["blocks"][0]["address"], seg["blocks"][1]["address"] = top, top + 512
+    s["device_traces"][0] = [
+        ev("segment_alloc", top + 2 * mib, 2 * mib, 1, stream=snext),
+        ev("alloc", top + 2 * mib, 100, 2, stream=snext),
+        ev("alloc", top + 1024, 700, 3, stream=smax),
+        ev("free_requested", top + 1024, 700, 4, stream=smax),
+        ev("free_completed", top + 1024, 700, 5, stream=smax),
+        ev("alloc", top + 4096, 512, 6, stream=shalf),
+        ev("free_completed", top + 4096, 512, 7, stream=shalf),
+        ev("free_completed", top, 100, 8, stream=smax),
+        {"action": "oom", "addr": smax, "size": 1 << 63, "stream": smax, "time_us": 9},
+        ev("free_requested", top + 2 * mib, 100, 10, stream=snext),
+        ev("free_completed", top + 2 * mib, 100, 11, stream=snext),
+        ev("segment_free", top + 2 * mib, 2 * mib, 12, stream=snext),
+    ]
+    return s
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     variants = {
@@ -79,6 +107,8 @@ def main():
         "expandable": snapshot(expandable=True),
         "segments_only": [snapshot()["segments"][0]],
         "stacks": with_stacks(),
+        "sentinel": sentinel(),
+        "sentinel_top": sentinel(0),
     }
     for name, obj in variants.items():
         for proto in (2, 3, 4, 5):

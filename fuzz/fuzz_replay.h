@@ -1,0 +1,151 @@
+/* fuzz_replay.h — the reader harnesses' second half: a trace that loaded is
+ * replayed, so that whatever a reader accepts (any stream id, size and
+ * address it can express) reaches the replayer and the allocators.
+ *
+ * Two replays per input: the caching policy (the faithful model: recorded
+ * placement and the rebuilt starting state for PyTorch snapshots, and the
+ * fidelity scoring there), then one other policy, chosen by a byte of the
+ * input with the device capacity and model. Capacities are small, so OOMs,
+ * retries and releases run too. The oracle, any violation of which aborts:
+ *   - grt_replay_open succeeds, or fails for lack of host memory only;
+ *   - a replay that fails returns a status its contract names (GRT_ERR_PARSE
+ *     for an event the replay refuses, GRT_ERR_NOMEM) and says why; a
+ *     rebuild of the starting state, or a fidelity run, that fails says why
+ *     and is no internal error;
+ *   - the summary agrees with the trace (every event applied on success, no
+ *     more allocs than alloc events);
+ *   - grt_alloc_check passes on the replay's allocator at the end, whether
+ *     the run succeeded or stopped, and the replay is destroyed cleanly (the
+ *     device holds nothing afterwards; LSan finds what leaks).
+ * A replay is deterministic: no threads, no clock, fixed seeds.
+ * Traces above GRT_FUZZ_REPLAY_MAX_EVENTS events are loaded and round-tripped
+ * but not replayed: the fuzzer's inputs are short, and a long replay would
+ * cost more executions than the rare input it covers is worth.
+ */
+#ifndef GRT_FUZZ_REPLAY_H
+#define GRT_FUZZ_REPLAY_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpurt/replay.h"
+
+#define GRT_FUZZ_REPLAY_MAX_EVENTS 2048
+
+#define GRT_FUZZ_FAIL(...)                                  \
+  do {                                                      \
+    fprintf(stderr, "fuzz replay: " __VA_ARGS__);           \
+    fprintf(stderr, " (%s:%d)\n", __FILE__, __LINE__);      \
+    abort();                                                \
+  } while (0)
+
+/* Statuses a failed replay step may return: a refused event, host memory. */
+static inline int grt_fuzz_replay_allowed(grt_status st) { return st == GRT_ERR_PARSE || st == GRT_ERR_NOMEM; }
+
+/* A failed rebuild names its reason; the status is the step's that failed,
+ * never one that blames the call (the replay was fresh, placement recorded). */
+static inline int grt_fuzz_rebuild_allowed(grt_status st) {
+  return st != GRT_ERR_INTERNAL && st != GRT_ERR_STATE && st != GRT_ERR_INVALID_ARG;
+}
+
+static inline void grt_fuzz_replay_check(grt_replay *r, const char *what) {
+  char msg[256] = "";
+  grt_allocator *a = grt_replay_allocator(r);
+  if (!a) GRT_FUZZ_FAIL("%s: the replay has no allocator", what);
+  if (grt_alloc_check(a, msg, sizeof msg) != GRT_OK) GRT_FUZZ_FAIL("%s: invariant violated: %s", what, msg);
+}
+
+static inline void grt_fuzz_replay_summary(grt_replay *r, const grt_trace_info *info, grt_status st, const char *what) {
+  grt_replay_summary s;
+  if (grt_replay_get_summary(r, &s) != GRT_OK) GRT_FUZZ_FAIL("%s: summary", what);
+  if (s.allocs > info->count[GRT_TRACE_ALLOC]) GRT_FUZZ_FAIL("%s: more allocs than alloc events", what);
+  if (st == GRT_OK && s.events != info->n_events)
+    GRT_FUZZ_FAIL("%s: %llu of %zu events applied", what, (unsigned long long)s.events, info->n_events);
+  if (s.ooms > s.allocs + info->count[GRT_TRACE_OOM]) GRT_FUZZ_FAIL("%s: more OOMs than allocations", what);
+}
+
+/* One replay of t under cfg (rebuilt from the snapshot's start when rebuild). */
+static inline void grt_fuzz_replay_one(const grt_trace *t, const grt_trace_info *info, const grt_replay_config *cfg,
+                                       int rebuild, const char *what) {
+  grt_replay *r = NULL;
+  grt_status st = grt_replay_open(t, cfg, &r);
+  if (st == GRT_ERR_NOMEM && !r) return;
+  if (st != GRT_OK || !r) GRT_FUZZ_FAIL("%s: open: %s", what, grt_status_name(st));
+  if (rebuild && (st = grt_replay_rebuild_start(r)) != GRT_OK) {
+    if (!grt_fuzz_rebuild_allowed(st)) GRT_FUZZ_FAIL("%s: rebuild_start: %s (%s)", what, grt_status_name(st), grt_replay_last_error(r));
+    if (!grt_replay_last_error(r)[0]) GRT_FUZZ_FAIL("%s: rebuild_start failed (%s) without a reason", what, grt_status_name(st));
+  } else {
+    st = grt_replay_run(r);
+    if (st != GRT_OK && !grt_fuzz_replay_allowed(st)) GRT_FUZZ_FAIL("%s: run: %s (%s)", what, grt_status_name(st), grt_replay_last_error(r));
+    if (st != GRT_OK && !grt_replay_last_error(r)[0]) GRT_FUZZ_FAIL("%s: run failed (%s) without a reason", what, grt_status_name(st));
+    grt_fuzz_replay_summary(r, info, st, what);
+  }
+  grt_fuzz_replay_check(r, what);
+  st = grt_replay_destroy(r);
+  if (st != GRT_OK) GRT_FUZZ_FAIL("%s: destroy: %s", what, grt_status_name(st));
+}
+
+static inline void grt_fuzz_fidelity(const grt_trace *t) {
+  grt_fidelity_report rep;
+  char err[256] = "";
+  grt_status st = grt_replay_fidelity(t, &rep, err, sizeof err);
+  if (st == GRT_OK) {
+    if (rep.exact > rep.allocs || rep.divergences != rep.allocs - rep.exact || rep.n_shown > GRT_FIDELITY_MAX_SHOWN)
+      GRT_FUZZ_FAIL("fidelity: the counts do not add up");
+    if (!rep.structure_ok) GRT_FUZZ_FAIL("fidelity: invariant violated: %s", rep.structure_note);
+    return;
+  }
+  if (!grt_fuzz_rebuild_allowed(st)) GRT_FUZZ_FAIL("fidelity: %s (%s)", grt_status_name(st), err);
+  if (!err[0]) GRT_FUZZ_FAIL("fidelity failed (%s) without a reason", grt_status_name(st));
+}
+
+/* Whether the automatic capacity (twice the recorded addresses' span, for
+ * PyTorch snapshots) stays small enough to replay fast: expandable segments
+ * reserve 9/8 of the device and map it page by page when a request cannot
+ * fit, so a snapshot with addresses 2^50 apart would cost minutes, not the
+ * milliseconds of everything else here. */
+static inline int grt_fuzz_span_small(const grt_trace_info *info) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (size_t i = 0; i < info->n_segments; i++) {
+    uint64_t a = info->segments[i].addr, n = info->segments[i].total_size;
+    if (!a) continue;
+    if (a < lo) lo = a;
+    if (n > UINT64_MAX - a || a + n > hi) hi = n > UINT64_MAX - a ? UINT64_MAX : a + n;
+  }
+  for (size_t i = 0; i < info->n_events; i++) {
+    const grt_trace_event *e = &info->events[i];
+    if (!(e->flags & GRT_TRACE_F_ADDR) || e->kind == GRT_TRACE_OOM || !e->addr) continue;
+    if (e->addr < lo) lo = e->addr;
+    if (e->size > UINT64_MAX - e->addr || e->addr + e->size > hi) hi = e->size > UINT64_MAX - e->addr ? UINT64_MAX : e->addr + e->size;
+  }
+  return hi <= lo || hi - lo <= ((uint64_t)16 << 30);
+}
+
+/* The cheap policies besides caching (every one replays any trace). */
+static const char *const grt_fuzz_policies[] = {"naive", "bestfit", "bump", "buddy", "slab", "async", "sharded"};
+
+/* Replays a loaded trace; pick (a byte of the input) varies the second replay. */
+static inline void grt_fuzz_replay(const grt_trace *t, unsigned pick) {
+  /* 0: automatic (PyTorch: the recorded span; others would get 1 TiB, which 4 GiB stands for) */
+  static const uint64_t capacities[] = {(uint64_t)8 << 20, (uint64_t)64 << 20, (uint64_t)1 << 30, 0};
+  grt_trace_info info;
+  if (grt_trace_get_info(t, &info) != GRT_OK) GRT_FUZZ_FAIL("info");
+  if (info.n_events > GRT_FUZZ_REPLAY_MAX_EVENTS) return;
+  int pytorch = info.format == GRT_TRACE_FORMAT_PYTORCH, small = grt_fuzz_span_small(&info);
+  grt_replay_config cfg;
+  grt_replay_config_default(&cfg);
+  cfg.capacity = capacities[pick & 3];
+  if (!cfg.capacity && (!pytorch || !small)) cfg.capacity = (uint64_t)4 << 30;
+  /* the recorded start needs room for the recorded segments: only on the automatic capacity */
+  grt_fuzz_replay_one(t, &info, &cfg, pytorch && !cfg.capacity, "caching");
+  if (pytorch && small && info.n_events) grt_fuzz_fidelity(t);
+  grt_replay_config_default(&cfg);
+  cfg.policy = grt_fuzz_policies[(pick >> 2) % (sizeof grt_fuzz_policies / sizeof *grt_fuzz_policies)];
+  cfg.capacity = capacities[(pick >> 5) & 1];
+  cfg.device_model = pick & 0x40 ? GRT_DEVICE_MODEL_PAGED : GRT_DEVICE_MODEL_CONTIGUOUS;
+  cfg.honor_releases = !(pick & 0x80);
+  grt_fuzz_replay_one(t, &info, &cfg, 0, cfg.policy);
+}
+
+#endif
