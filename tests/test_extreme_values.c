@@ -5,7 +5,7 @@
  * host pointer's length); devices whose reservations would wrap past 2^64
  * or land on their own segments; a PyTorch snapshot recorded just below
  * 2^64; a snapshot whose ranges are not whole 512-byte blocks; a slab
- * request no device could hold. */
+ * request no device could hold; recorded figures whose sums pass 2^63. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -71,6 +71,33 @@ static void test_extreme_streams_every_policy(void **state) {
     check_replay_allocator(r);
     assert_int_equal(grt_replay_destroy(r), GRT_OK);
   }
+  assert_int_equal(grt_trace_destroy(t), GRT_OK);
+}
+
+/* The recorded run's own figures of a trace whose sizes sum past 2^63: exact,
+ * not a signed overflow. */
+static void test_recorded_figures_huge(void **state) {
+  (void)state;
+  static const char text[] = "gpurt-trace 1\n"
+                             "%segment 0x200000 4611686018427387904 0 large 0\n"
+                             "%segment 0x4000000000200000 4611686018427387904 0 large 0\n"
+                             "%segment 0x8000000000200000 4611686018427387904 0xffffffffffffffff large 0\n"
+                             "segment_alloc - 4611686018427387904 0 - 0x200000\n"
+                             "segment_alloc - 4611686018427387904 0 - 0x4000000000200000\n"
+                             "segment_alloc - 4611686018427387904 0xffffffffffffffff - 0x8000000000200000\n"
+                             "alloc 0 9223372036854775808 0xffffffffffffffff\n"
+                             "free 0 9223372036854775808 0xffffffffffffffff\n";
+  grt_trace *t = load(text, sizeof text - 1, GRT_TRACE_FORMAT_NATIVE);
+  grt_trace_recorded rec;
+  assert_int_equal(grt_trace_recorded_figures(t, &rec), GRT_OK);
+  assert_int_equal(rec.reserved_start, 0);
+  assert_int_equal(rec.reserved_peak, 3 * ((uint64_t)1 << 62));
+  assert_int_equal(rec.reserved_peak_event, 2);
+  assert_int_equal(rec.reserved_end, 3 * ((uint64_t)1 << 62));
+  assert_int_equal(rec.requested_start, 0);
+  assert_int_equal(rec.requested_peak, (uint64_t)1 << 63);
+  assert_int_equal(rec.requested_end, 0);
+  assert_int_equal(rec.device_mallocs, 3);
   assert_int_equal(grt_trace_destroy(t), GRT_OK);
 }
 
@@ -265,7 +292,7 @@ int main(void) {
       cmocka_unit_test(test_extreme_streams_every_policy), cmocka_unit_test(test_slab_request_above_device),
       cmocka_unit_test(test_import_block_wrapping),        cmocka_unit_test(test_vm_lengths_wrapping),
       cmocka_unit_test(test_reservations_placement),       cmocka_unit_test(test_snapshot_below_2_64),
-      cmocka_unit_test(test_snapshot_ranges_not_blocks),
+      cmocka_unit_test(test_snapshot_ranges_not_blocks),   cmocka_unit_test(test_recorded_figures_huge),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
