@@ -14,6 +14,9 @@
  *     and is no internal error;
  *   - the summary agrees with the trace (every event applied on success, no
  *     more allocs than alloc events);
+ *   - the allocator's snapshot tiles its segments and the recorded stacks
+ *     of what it holds are the trace's; the recorded run's own figures
+ *     (grt_trace_recorded_figures) are computed without overflow (UBSan);
  *   - grt_alloc_check passes on the replay's allocator at the end, whether
  *     the run succeeded or stopped, and the replay is destroyed cleanly (the
  *     device holds nothing afterwards; LSan finds what leaks).
@@ -56,6 +59,33 @@ static inline void grt_fuzz_replay_check(grt_replay *r, const char *what) {
   if (grt_alloc_check(a, msg, sizeof msg) != GRT_OK) GRT_FUZZ_FAIL("%s: invariant violated: %s", what, msg);
 }
 
+/* What stats and the reports read of a replay's end: the allocator's
+ * snapshot (its blocks tile each segment, as gpurt/alloc.h promises every
+ * policy) and the recorded stacks of what it holds. */
+static inline void grt_fuzz_replay_inspect(grt_replay *r, const grt_trace_info *info, const char *what) {
+  grt_alloc_snapshot *snap = NULL;
+  grt_status st = grt_alloc_snapshot_take(grt_replay_allocator(r), &snap);
+  if (st == GRT_ERR_NOMEM) return;
+  if (st != GRT_OK) GRT_FUZZ_FAIL("%s: snapshot: %s", what, grt_status_name(st));
+  for (size_t i = 0; i < snap->n_segments; i++) {
+    const grt_snapshot_segment *g = &snap->segments[i];
+    grt_devptr at = g->address;
+    for (size_t j = 0; j < g->n_blocks; j++) {
+      if (g->blocks[j].address != at) GRT_FUZZ_FAIL("%s: snapshot blocks do not tile 0x%llx", what, (unsigned long long)g->address);
+      at += g->blocks[j].size;
+    }
+    if (g->n_blocks && at != g->address + g->total_size) GRT_FUZZ_FAIL("%s: snapshot blocks stop short of the end of 0x%llx", what, (unsigned long long)g->address);
+    if (g->allocated_size > g->total_size) GRT_FUZZ_FAIL("%s: segment 0x%llx allocates more than it holds", what, (unsigned long long)g->address);
+    uint32_t stack = UINT32_MAX;
+    for (int seg = 0; seg < 2 && i < 8; seg++) {
+      st = grt_replay_stack_at(r, g->n_blocks ? g->blocks[0].address : g->address, seg, &stack);
+      if (st == GRT_ERR_NOMEM) continue;
+      if (st != GRT_OK || stack > info->n_stacks) GRT_FUZZ_FAIL("%s: stack_at: %s, stack %u", what, grt_status_name(st), stack);
+    }
+  }
+  grt_alloc_snapshot_free(snap);
+}
+
 static inline void grt_fuzz_replay_summary(grt_replay *r, const grt_trace_info *info, grt_status st, const char *what) {
   grt_replay_summary s;
   if (grt_replay_get_summary(r, &s) != GRT_OK) GRT_FUZZ_FAIL("%s: summary", what);
@@ -80,6 +110,7 @@ static inline void grt_fuzz_replay_one(const grt_trace *t, const grt_trace_info 
     if (st != GRT_OK && !grt_fuzz_replay_allowed(st)) GRT_FUZZ_FAIL("%s: run: %s (%s)", what, grt_status_name(st), grt_replay_last_error(r));
     if (st != GRT_OK && !grt_replay_last_error(r)[0]) GRT_FUZZ_FAIL("%s: run failed (%s) without a reason", what, grt_status_name(st));
     grt_fuzz_replay_summary(r, info, st, what);
+    grt_fuzz_replay_inspect(r, info, what);
   }
   grt_fuzz_replay_check(r, what);
   st = grt_replay_destroy(r);
@@ -131,6 +162,10 @@ static inline void grt_fuzz_replay(const grt_trace *t, unsigned pick) {
   static const uint64_t capacities[] = {(uint64_t)8 << 20, (uint64_t)64 << 20, (uint64_t)1 << 30, 0};
   grt_trace_info info;
   if (grt_trace_get_info(t, &info) != GRT_OK) GRT_FUZZ_FAIL("info");
+  grt_trace_recorded rec; /* what a snapshot itself shows (replay, doctor, diff print it) */
+  if (grt_trace_recorded_figures(t, &rec) != GRT_OK) GRT_FUZZ_FAIL("recorded figures");
+  if (rec.reserved_peak < rec.reserved_start || rec.requested_peak < rec.requested_start)
+    GRT_FUZZ_FAIL("recorded figures: a peak below the start");
   if (info.n_events > GRT_FUZZ_REPLAY_MAX_EVENTS) return;
   int pytorch = info.format == GRT_TRACE_FORMAT_PYTORCH, small = grt_fuzz_span_small(&info);
   grt_replay_config cfg;
