@@ -9,9 +9,10 @@
  *   GRT_CLOCK_THREADS  real worker threads; a modelled duration is slept.
  *   GRT_CLOCK_VIRTUAL  a deterministic discrete-event simulation on the same
  *                      engines; virtual time advances only while the host waits
- *                      (synchronize calls, and a NOT_READY query steps it once);
- *                      bodies (kernel functions, copies, host functions) run on
- *                      the waiting thread in virtual-time order.
+ *                      (synchronize calls, user-event waits) or spends host time
+ *                      (grt_exec_host_delay); bodies (kernel functions, copies,
+ *                      host functions) run on the waiting thread in virtual-time
+ *                      order. Queries and launches never move time or run work.
  *
  * Semantics (docs/EXEC.md; CUDA's rules):
  *  - A stream is a FIFO; different streams are unordered unless an edge says so.
@@ -167,7 +168,9 @@ GRT_API GRT_MUST_CHECK grt_status grt_stream_get_flags(grt_stream *s, unsigned *
 /* Finds a live (or zombie) stream of this exec by id; GRT_ERR_NOT_FOUND. */
 GRT_API GRT_MUST_CHECK grt_status grt_exec_stream_from_id(grt_exec *exec, grt_stream_id id, grt_stream **out);
 
-/* GRT_OK when all work issued so far completed, else GRT_ERR_NOT_READY. */
+/* GRT_OK when all work issued so far completed, else GRT_ERR_NOT_READY. A
+ * query has no side effect on either clock: it starts nothing and (virtual)
+ * does not advance time; it may report a deadlock that already holds. */
 GRT_API GRT_MUST_CHECK grt_status grt_stream_query(grt_stream *s);
 /* Blocks until all work issued so far completed. */
 GRT_API GRT_MUST_CHECK grt_status grt_stream_synchronize(grt_stream *s);
@@ -213,7 +216,8 @@ GRT_API GRT_MUST_CHECK grt_status grt_event_destroy(grt_event *ev);
 GRT_API GRT_MUST_CHECK grt_status grt_event_set_name(grt_event *ev, const char *name);
 /* Snapshot of the work issued to s so far; overwrites an earlier record. */
 GRT_API GRT_MUST_CHECK grt_status grt_event_record(grt_event *ev, grt_stream *s);
-/* GRT_OK when the snapshot completed (or never recorded), else GRT_ERR_NOT_READY. */
+/* GRT_OK when the snapshot completed (or never recorded), else
+ * GRT_ERR_NOT_READY; side-effect free like grt_stream_query. */
 GRT_API GRT_MUST_CHECK grt_status grt_event_query(grt_event *ev);
 GRT_API GRT_MUST_CHECK grt_status grt_event_synchronize(grt_event *ev);
 /* Time between two completed, timing-enabled records: GRT_ERR_STATE when either

@@ -315,7 +315,6 @@ grt_status grt__threads_wait(grt_exec *exec, grt__cond_fn cond, void *ctx, bool 
 
 /* sched_virtual.c */
 grt_status grt__virtual_wait(grt_exec *exec, grt__cond_fn cond, void *ctx);
-void grt__virtual_step(grt_exec *exec); /* one event, for a NOT_READY query */
 grt_status grt__virtual_host_delay(grt_exec *exec, uint64_t ns); /* lock held; grt_exec_host_delay */
 void grt__virtual_free(grt_exec *exec);
 

@@ -4,12 +4,16 @@
  * work competes by priority exactly (a higher-priority op never loses a slot
  * to a lower-priority one that became ready at the same time).
  *
- * Time advances only while a host thread waits: the waiting thread becomes the
- * driver, starts every ready op its engine has a free slot for (start = now,
- * end = now + duration) and then repeatedly takes the running op with the
- * earliest end (ties by start order, or by a seeded key when schedule_seed is
- * set), sets now to its end, runs its body (unlocked, on this thread) and
- * completes it. Same inputs => same timeline.
+ * Time advances only while a host thread waits (a synchronize call, a
+ * user-event wait) or spends host time (grt_exec_host_delay); queries,
+ * launches and every other call leave it and the work where they are, so a
+ * polling loop sees what the threads clock would show with a stopped device.
+ * The waiting thread becomes the driver, starts every ready op its engine
+ * has a free slot for (start = now, end = now + duration) and then
+ * repeatedly takes the running op with the earliest end (ties by start
+ * order, or by a seeded key when schedule_seed is set), sets now to its end,
+ * runs its body (unlocked, on this thread) and completes it. Same inputs =>
+ * same timeline.
  *
  * A body may itself wait (a host function in grt_user_event_wait): the driver
  * then runs the simulation nested inside that call. When nothing is running
@@ -174,16 +178,6 @@ grt_status grt__virtual_host_delay(grt_exec *exec, uint64_t ns) {
   grt_status st = grt__virtual_wait(exec, delay_done, &d);
   if (!st && exec->now_ns < d.t) exec->now_ns = d.t;
   return st;
-}
-
-void grt__virtual_step(grt_exec *exec) {
-  if (exec->driving || exec->error) return; /* someone else advances time */
-  bool outer;
-  become_driver(exec, &outer);
-  dispatch(exec);
-  if (exec->heap_n) advance_one(exec);
-  else if (grt__quiescent(exec)) grt__detect_deadlock(exec);
-  leave_driver(exec, outer);
 }
 
 void grt__virtual_free(grt_exec *exec) {

@@ -134,18 +134,20 @@ static grt_status capture_check(grt_exec *exec, grt_stream *s) {
   return grt__graph_legacy_check(exec, s);
 }
 
-/* Shared by stream and event query: lock held. Not ready under the virtual
- * clock lets the simulation take one step (the host spent time polling). */
+/* Shared by stream and event query: lock held. A query only observes, as
+ * CUDA's does (it reports completion; only a synchronizing call waits): it
+ * starts nothing, runs no body and moves neither clock, so a program that
+ * polls sees the same answers under both. What it may report is a cycle of
+ * waits that already holds the exec (quiescent: nothing can run): no amount
+ * of polling or waiting could change that answer. */
 grt_status grt__query_seq(grt_exec *exec, grt_stream *s, uint64_t seq) {
   if (exec->error) return exec->error;
   if (!s || grt__done(s) >= seq) return GRT_OK;
-  if (exec->cfg.clock == GRT_CLOCK_VIRTUAL) {
-    grt__virtual_step(exec);
-  } else if (grt__quiescent(exec) && exec->detect_gen != exec->state_gen) {
+  if (grt__quiescent(exec) && exec->detect_gen != exec->state_gen) {
     if (grt__detect_deadlock(exec)) return exec->error;
     exec->detect_gen = exec->state_gen;
   }
-  return exec->error ? exec->error : GRT_ERR_NOT_READY;
+  return GRT_ERR_NOT_READY;
 }
 
 grt_status grt_stream_query(grt_stream *s) {
