@@ -147,6 +147,7 @@ grt_status grt_event_synchronize(grt_event *ev) {
   grt_status st = ev_lock(ev);
   if (st) return st;
   grt_exec *exec = ev->exec;
+  grt_stream *on = ev->stream; /* the snapshot's stream, for the sync observers */
   if (grt__in_body(exec)) st = GRT_ERR_NOT_PERMITTED;
   else if (exec->error) st = exec->error;
   else if ((st = captured(ev))) {
@@ -155,6 +156,7 @@ grt_status grt_event_synchronize(grt_event *ev) {
     st = grt__wait(exec, snap_done, &t, !(ev->flags & GRT_EVENT_BLOCKING_SYNC), false);
   }
   pthread_mutex_unlock(&exec->lock);
+  if (!st) grt__sync_notify(exec, GRT__SYNC_EVENT, on);
   return st;
 }
 

@@ -136,6 +136,7 @@ grt_status grt_exec_create(const grt_exec_config *cfg, grt_exec **out) {
   if (st) goto fail_device;
   pthread_mutex_init(&exec->lock, NULL);
   pthread_cond_init(&exec->done_cv, NULL);
+  grt__observers_init(exec);
   exec->engines[GRT_ENGINE_COMPUTE].slots = cfg->compute_slots;
   exec->engines[GRT_ENGINE_COPY_H2D].slots = 1;
   exec->engines[GRT_ENGINE_COPY_D2H].slots = 1;
@@ -156,6 +157,7 @@ fail:
   grt__u64map_free(&exec->per_thread);
   grt__u64map_free(&exec->by_id);
   for (int e = 0; e < GRT_ENGINE_COUNT; e++) pthread_cond_destroy(&exec->engines[e].cv);
+  grt__observers_free(exec);
   pthread_cond_destroy(&exec->done_cv);
   pthread_mutex_destroy(&exec->lock);
   if (exec->own_device) grt__keep_first(&st, grt_device_destroy(exec->device));
@@ -196,7 +198,8 @@ grt_status grt_exec_destroy(grt_exec *exec) {
   pthread_mutex_lock(&exec->lock);
   grt_status st = GRT_OK;
   if (grt__in_body(exec)) st = GRT_ERR_NOT_PERMITTED;
-  else if (exec->live_streams || exec->live_events || exec->live_uevs || exec->live_graphs || exec->live_gexecs)
+  else if (exec->live_streams || exec->live_events || exec->live_uevs || exec->live_graphs || exec->live_gexecs ||
+           grt__observers_live(exec)) /* a pool still watches its syncs */
     st = GRT_ERR_BUSY;
   if (!st && exec->own_device) {
     grt_device_stats ds;
@@ -224,6 +227,7 @@ grt_status grt_exec_destroy(grt_exec *exec) {
   grt__u64map_free(&exec->per_thread);
   grt__u64map_free(&exec->by_id);
   for (int e = 0; e < GRT_ENGINE_COUNT; e++) pthread_cond_destroy(&exec->engines[e].cv);
+  grt__observers_free(exec);
   pthread_cond_destroy(&exec->done_cv);
   pthread_mutex_destroy(&exec->lock);
   /* Its segments were checked above: the exec's own device is empty. */
@@ -251,6 +255,7 @@ grt_status grt_exec_synchronize(grt_exec *exec) {
   grt_status st = grt__in_body(exec) ? GRT_ERR_NOT_PERMITTED : grt__graph_device_sync_check(exec);
   if (!st) st = grt__wait(exec, all_done, NULL, true, false);
   pthread_mutex_unlock(&exec->lock);
+  if (!st) grt__sync_notify(exec, GRT__SYNC_DEVICE, NULL);
   return st;
 }
 

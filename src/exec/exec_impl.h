@@ -27,6 +27,7 @@
 
 #include "base/rng.h"
 #include "base/u64map.h"
+#include "exec/observe.h"
 #include "gpurt/exec.h"
 
 #define GRT__STREAM_MAGIC 0x5354524du /* "STRM" */
@@ -248,6 +249,12 @@ struct grt_exec {
   uint64_t *flows;
   size_t flows_n, flows_cap;
 
+  /* sync observers (observe.c): obs_lock guards the list and the counts */
+  pthread_mutex_t obs_lock;
+  pthread_cond_t obs_cv; /* a removed observer's last call ended */
+  struct grt__sync_obs *observers;
+  unsigned live_observers, obs_walkers;
+
   /* fault injection (fault.c): creations left before the armed one fails (0: none armed) */
   uint64_t fault_left[GRT_EXEC_FAULT_COUNT];
   uint64_t fault_fired[GRT_EXEC_FAULT_COUNT];
@@ -352,6 +359,15 @@ void grt__graph_chain_done(grt_exec *exec, grt__op *first, grt__op *last, uint32
  * the armed one (disarming it), else GRT_OK. */
 grt_status grt__fault_take(grt_exec *exec, grt_exec_fault kind);
 void grt__fault_arm_from_config(grt_exec *exec);
+
+/* observe.c (observe.h has the rest) */
+typedef struct grt__sync_obs grt__sync_obs;
+void grt__observers_init(grt_exec *exec);
+void grt__observers_free(grt_exec *exec);
+unsigned grt__observers_live(grt_exec *exec);
+/* After a successful host sync, no exec lock held: s is the stream
+ * synchronized (stream), the one the event's snapshot is on (event), or NULL. */
+void grt__sync_notify(grt_exec *exec, grt__sync_kind kind, const grt_stream *s);
 
 /* timeline.c */
 void grt__trace_op(grt_exec *exec, const grt__op *op); /* lock held */

@@ -174,6 +174,7 @@ grt_status grt_stream_synchronize(grt_stream *s) {
     st = grt__wait(exec, reached, &t, true, false);
   }
   pthread_mutex_unlock(&exec->lock);
+  if (!st) grt__sync_notify(exec, GRT__SYNC_STREAM, s);
   return st;
 }
 
