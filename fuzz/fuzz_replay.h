@@ -5,7 +5,8 @@
  * Two replays per input: the caching policy (the faithful model: recorded
  * placement and the rebuilt starting state for PyTorch snapshots, and the
  * fidelity scoring there), then one other policy, chosen by a byte of the
- * input with the device capacity and model. Capacities are small, so OOMs,
+ * input with the device capacity and model; a native input is replayed a
+ * third time as the streaming reader parses it, with the file's own ids. Capacities are small, so OOMs,
  * retries and releases run too. The oracle, any violation of which aborts:
  *   - grt_replay_open succeeds, or fails for lack of host memory only;
  *   - a replay that fails returns a status its contract names (GRT_ERR_PARSE
@@ -155,6 +156,36 @@ static inline int grt_fuzz_span_small(const grt_trace_info *info) {
 
 /* The cheap policies besides caching (every one replays any trace). */
 static const char *const grt_fuzz_policies[] = {"naive", "bestfit", "bump", "buddy", "slab", "async", "sharded"};
+#define GRT_FUZZ_N_POLICIES (sizeof grt_fuzz_policies / sizeof *grt_fuzz_policies)
+
+/* A native input fed to a replay as the streaming reader parses it (what
+ * `gpurt replay` and `stats` do with a big file): the file's own ids, any
+ * 64-bit value, name the live allocations, not the dense ids of a loaded
+ * trace. It fails, if at all, as a refused line or event (GRT_ERR_PARSE) or
+ * for host memory, with a reason. */
+static inline grt_status grt_fuzz_feed(void *ctx, const grt_trace_event *ev, grt_stream_id stream) {
+  return grt_replay_feed(ctx, ev, stream);
+}
+
+static inline void grt_fuzz_stream_replay(const unsigned char *data, size_t size, unsigned pick) {
+  FILE *f = size ? fmemopen((void *)data, size, "r") : NULL;
+  if (!f) return;
+  grt_replay_config cfg;
+  grt_replay_config_default(&cfg);
+  cfg.policy = pick & 1 ? "caching" : grt_fuzz_policies[(pick >> 1) % GRT_FUZZ_N_POLICIES];
+  cfg.capacity = (uint64_t)64 << 20;
+  grt_replay *r = NULL;
+  grt_status st = grt_replay_create(&cfg, NULL, &r);
+  if (st != GRT_OK) GRT_FUZZ_FAIL("stream: create: %s", grt_status_name(st));
+  grt_trace_error err;
+  st = grt_trace_read_native_stream_file(f, "fuzz", grt_fuzz_feed, r, &err);
+  fclose(f);
+  const char *why = grt_replay_last_error(r)[0] ? grt_replay_last_error(r) : err.reason; /* the replay's, or the reader's */
+  if (st != GRT_OK && !grt_fuzz_replay_allowed(st)) GRT_FUZZ_FAIL("stream: %s (%s)", grt_status_name(st), why);
+  if (st != GRT_OK && !why[0]) GRT_FUZZ_FAIL("stream: failed (%s) without a reason", grt_status_name(st));
+  grt_fuzz_replay_check(r, "stream");
+  if ((st = grt_replay_destroy(r)) != GRT_OK) GRT_FUZZ_FAIL("stream: destroy: %s", grt_status_name(st));
+}
 
 /* Replays a loaded trace; pick (a byte of the input) varies the second replay. */
 static inline void grt_fuzz_replay(const grt_trace *t, unsigned pick) {
@@ -176,7 +207,7 @@ static inline void grt_fuzz_replay(const grt_trace *t, unsigned pick) {
   grt_fuzz_replay_one(t, &info, &cfg, pytorch && !cfg.capacity, "caching");
   if (pytorch && small && info.n_events) grt_fuzz_fidelity(t);
   grt_replay_config_default(&cfg);
-  cfg.policy = grt_fuzz_policies[(pick >> 2) % (sizeof grt_fuzz_policies / sizeof *grt_fuzz_policies)];
+  cfg.policy = grt_fuzz_policies[(pick >> 2) % GRT_FUZZ_N_POLICIES];
   cfg.capacity = capacities[(pick >> 5) & 1];
   cfg.device_model = pick & 0x40 ? GRT_DEVICE_MODEL_PAGED : GRT_DEVICE_MODEL_CONTIGUOUS;
   cfg.honor_releases = !(pick & 0x80);
