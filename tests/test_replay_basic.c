@@ -269,12 +269,43 @@ static void test_feed_native_file(void **state) {
   static const char more[] = "gpurt-trace 1\nfree_completed 2 3000 7\nalloc 2 10\nalloc 2 20\n";
   FILE *f = fmemopen((void *)more, sizeof more - 1, "r");
   assert_non_null(f);
-  assert_int_equal(grt_replay_feed_native_stream(r, f, "<pipe>", &err), GRT_ERR_PARSE);
+  assert_int_equal(grt_replay_feed_stream(r, f, GRT_TRACE_FORMAT_MINIMALLOC, "<pipe>", &err), GRT_ERR_UNSUPPORTED);
+  assert_int_equal(grt_replay_feed_stream(r, f, GRT_TRACE_FORMAT_NATIVE, "<pipe>", &err), GRT_ERR_PARSE);
   assert_int_equal(err.line, 4);
   assert_string_equal(err.file, "<pipe>");
   assert_int_equal(grt_replay_position(r), 6);
-  assert_int_equal(grt_replay_feed_native_stream(r, NULL, "<pipe>", &err), GRT_ERR_INVALID_ARG);
-  assert_int_equal(grt_replay_feed_native_stream(r, f, NULL, &err), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_replay_feed_stream(r, NULL, GRT_TRACE_FORMAT_NATIVE, "<pipe>", &err), GRT_ERR_INVALID_ARG);
+  assert_int_equal(grt_replay_feed_stream(r, f, GRT_TRACE_FORMAT_NATIVE, NULL, &err), GRT_ERR_INVALID_ARG);
+  fclose(f);
+  /* RMM rows stream too: the pointer names the allocation; a free of one never allocated is counted */
+  static const char rmm[] = "Thread,Time,Action,Pointer,Size,Stream\n"
+                            "1,00:00:01.000000,allocate,0x7f00,4096,0x0\n"
+                            "1,00:00:01.000100,free,0x9f00,4096,0x0\n"
+                            "1,00:00:01.000200,allocate failure,(nil),99999999999999,0x0\n"
+                            "1,00:00:01.000300,free,0x7f00,4096,0x0\n"
+                            "1,00:00:01.000400,allocate,0x7f00,512,0xffffffffffffffff";
+  f = fmemopen((void *)rmm, sizeof rmm - 1, "r");
+  assert_non_null(f);
+  grt_replay *q;
+  assert_int_equal(grt_replay_create(NULL, NULL, &q), GRT_OK);
+  assert_int_equal(grt_replay_feed_stream(q, f, GRT_TRACE_FORMAT_RMM, "<rmm>", &err), GRT_OK);
+  fclose(f);
+  grt_replay_summary sum;
+  assert_int_equal(grt_replay_get_summary(q, &sum), GRT_OK);
+  assert_int_equal(sum.events, 5);
+  assert_int_equal(sum.allocs, 2);
+  assert_int_equal(sum.unmatched_frees, 1);
+  assert_int_equal(sum.recorded_ooms, 1);
+  assert_int_equal(grt_alloc_get_stats(grt_replay_allocator(q), &st), GRT_OK);
+  assert_int_equal(st.requested_bytes[GRT_STAT_ALL].current, 512);
+  assert_int_equal(grt_replay_destroy(q), GRT_OK);
+  static const char bad[] = "Thread,Time,Action,Pointer,Size,Stream\n1,,allocate,0x10,ten,0\n";
+  f = fmemopen((void *)bad, sizeof bad - 1, "r");
+  assert_int_equal(grt_replay_create(NULL, NULL, &q), GRT_OK);
+  assert_int_equal(grt_replay_feed_stream(q, f, GRT_TRACE_FORMAT_RMM, "<rmm>", &err), GRT_ERR_PARSE);
+  assert_int_equal(err.line, 2);
+  assert_non_null(strstr(err.reason, "size field 'ten'"));
+  assert_int_equal(grt_replay_destroy(q), GRT_OK);
   fclose(f);
   assert_int_equal(grt_replay_destroy(r), GRT_OK);
   unlink(path);

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# test_stats_stream.sh — `gpurt stats` streams a native trace through the
-# replay (memory follows the live allocations, not the events) when it is a
-# file over 32 MiB, standard input, a pipe or compressed, and prints what the
-# loaded replay prints: a small trace loaded from its file and streamed from
-# a pipe give identical statistics, a big one gives identical statistics
-# from its file, a pipe and a zstd file, and no streamed run's peak RSS comes
-# near the file's size (plain builds: sanitizers inflate the RSS).
+# test_stats_stream.sh — `gpurt stats` streams a trace in a format read row
+# by row (native, RMM CSV) through the replay (memory follows the live
+# allocations, not the events) when it is a file over 32 MiB, standard input,
+# a pipe or compressed, and prints what the loaded replay prints: a small
+# trace loaded from its file and streamed from a pipe gives identical
+# statistics, a big one identical statistics from its file, a pipe and a zstd
+# file, and no streamed run's peak RSS comes near the file's size (plain
+# builds: sanitizers inflate the RSS).
 set -euo pipefail
 GPURT=${1:?usage: test_stats_stream.sh PATH/TO/gpurt}
 tmp=$(mktemp -d)
@@ -39,6 +40,16 @@ for format in json summary prometheus; do
       fail "--format $format: the file and $other differ: $(diff "$tmp/streamed.$format" "$tmp/$other.$format" | head -5)"
   done
 done
+# an RMM CSV over 32 MiB streams too (the pointer names the allocation)
+awk 'BEGIN { print "Thread,Time,Action,Pointer,Size,Stream"
+  for (i = 1; i <= 400000; i++) {
+    printf "140000,00:00:01.%06d,allocate,0x%x,%d,0x%x\n", i % 1000000, 4096 * i, 512 * (1 + i % 97), i % 4
+    if (i > 64) printf "140000,00:00:01.%06d,free,0x%x,%d,0x%x\n", i % 1000000, 4096 * (i - 64), 512 * (1 + (i - 64) % 97), (i - 64) % 4
+  } }' >"$tmp/big.csv"
+[ "$(stat -c %s "$tmp/big.csv")" -gt $((32 << 20)) ] || fail "the RMM trace is too small to stream"
+"$GPURT" stats "$tmp/big.csv" --format json >"$tmp/csv.json"
+grep -q '"allocation.all.allocated": 400000' "$tmp/csv.json" || fail "RMM: not every allocate was replayed"
+grep -q '"allocation.all.current": 64' "$tmp/csv.json" || fail "RMM: 64 allocations should be live at the end"
 grep -q '"allocation.all.allocated": 800000' "$tmp/streamed.json" || fail "not every event was replayed"
 grep -q '"allocation.all.current": 64' "$tmp/streamed.json" || fail "64 allocations should be live at the end"
 echo "ok: stats streams a big native file and prints what the loaded replay prints"
@@ -48,7 +59,7 @@ if grep -qE '^GRT_SANITIZE:STRING=.+' "$(dirname "$GPURT")/../CMakeCache.txt" 2>
   exit 0
 fi
 command -v python3 >/dev/null || fail "python3 is not installed (scripts/deps.sh installs it)"
-for input in "$tmp/big.trace" "$tmp/big.zst" -; do
+for input in "$tmp/big.trace" "$tmp/big.zst" - "$tmp/big.csv"; do
   rss=$(python3 - "$GPURT" "$input" "$tmp/big.trace" <<'PY'
 import resource, subprocess, sys
 with open(sys.argv[3], "rb") as f:

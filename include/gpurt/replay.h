@@ -158,9 +158,12 @@ GRT_API GRT_MUST_CHECK grt_status grt_replay_stream_file(const char *path, const
  * replay's reason. r stays valid either way: its allocator can be inspected
  * after the last event (or the failing one). */
 GRT_API GRT_MUST_CHECK grt_status grt_replay_feed_native_file(grt_replay *r, const char *path, grt_trace_error *err);
-/* The same over an open stream (read to its end, not closed); name labels err. */
-GRT_API GRT_MUST_CHECK grt_status grt_replay_feed_native_stream(grt_replay *r, FILE *f, const char *name,
-                                                                grt_trace_error *err);
+/* The same over an open stream (read to its end, not closed) in a format
+ * that streams: GRT_TRACE_FORMAT_NATIVE or GRT_TRACE_FORMAT_RMM (others:
+ * GRT_ERR_UNSUPPORTED: a snapshot pickle or a minimalloc CSV is only
+ * meaningful whole). name labels err. */
+GRT_API GRT_MUST_CHECK grt_status grt_replay_feed_stream(grt_replay *r, FILE *f, grt_trace_format format,
+                                                         const char *name, grt_trace_error *err);
 
 GRT_API GRT_MUST_CHECK grt_status grt_replay_get_summary(const grt_replay *r, grt_replay_summary *out);
 /* The state now (what the series would record after the last event). */

@@ -304,6 +304,12 @@ GRT_API GRT_MUST_CHECK grt_status grt_trace_read_native_stream(const char *path,
  * to its end and not closed; name labels err. */
 GRT_API GRT_MUST_CHECK grt_status grt_trace_read_native_stream_file(FILE *f, const char *name, grt_trace_event_fn fn,
                                                                     void *ctx, grt_trace_error *err);
+/* The streaming reader of RMM logging_resource_adaptor CSV (the rows of
+ * grt_trace_load's RMM reader, handed to fn as read): an event's id is its
+ * pointer (unique while allocated, reused after its free, as a native id),
+ * an allocate failure's is GRT_TRACE_NO_ID. */
+GRT_API GRT_MUST_CHECK grt_status grt_trace_read_rmm_stream_file(FILE *f, const char *name, grt_trace_event_fn fn,
+                                                                 void *ctx, grt_trace_error *err);
 
 /* Writes the trace in the native format (lossless for everything in
  * grt_trace_info except `count`, which is recomputed, and `frames_skipped`;

@@ -138,9 +138,14 @@ grt_status grt_replay_feed_native_file(grt_replay *r, const char *path, grt_trac
   return replay_reason(r, grt_trace_read_native_stream(path, feed_one, r, err), err);
 }
 
-grt_status grt_replay_feed_native_stream(grt_replay *r, FILE *f, const char *name, grt_trace_error *err) {
+grt_status grt_replay_feed_stream(grt_replay *r, FILE *f, grt_trace_format format, const char *name,
+                                  grt_trace_error *err) {
   if (!r || !f || !name) return GRT_ERR_INVALID_ARG;
-  return replay_reason(r, grt_trace_read_native_stream_file(f, name, feed_one, r, err), err);
+  if (format == GRT_TRACE_FORMAT_NATIVE)
+    return replay_reason(r, grt_trace_read_native_stream_file(f, name, feed_one, r, err), err);
+  if (format == GRT_TRACE_FORMAT_RMM)
+    return replay_reason(r, grt_trace_read_rmm_stream_file(f, name, feed_one, r, err), err);
+  return GRT_ERR_UNSUPPORTED;
 }
 
 /* One thread: the reader calls the replay directly (errors get their line). */

@@ -19,13 +19,6 @@
 
 #include "trace/trace_impl.h"
 
-#define FAIL(...)                                                   \
-  do {                                                              \
-    grt__trace_err(err, it.lineno, it.offset, false, __VA_ARGS__);  \
-    st = GRT_ERR_PARSE;                                             \
-    goto out;                                                       \
-  } while (0)
-
 static bool parse_frac_us(grt__slice s, uint64_t *us) {
   /* up to 6 digits of fraction, right-padded to microseconds */
   uint64_t v = 0;
@@ -65,63 +58,141 @@ static bool is_null_ptr(grt__slice s) {
          grt__slice_eq(s, "nullptr") || grt__slice_eq(s, "(null)");
 }
 
+/* A data row, parsed. */
+typedef struct rmm_row {
+  grt_trace_kind kind;
+  uint64_t ptr, size, stream;
+  int64_t time;
+  unsigned flags;
+} rmm_row;
+
+/* What rows carry from one to the next: the header seen, the day of a
+ * time-of-day clock that wrapped past midnight. */
+typedef struct rmm_clock {
+  bool header;
+  int64_t day, prev;
+} rmm_clock;
+
+#define ROW_FAIL(...)                                         \
+  do {                                                        \
+    grt__trace_err(err, lineno, offset, false, __VA_ARGS__);  \
+    return GRT_ERR_PARSE;                                     \
+  } while (0)
+
+/* One line: the header (first), a blank line (*row kind stays GRT_TRACE_KIND_COUNT: nothing to add) or a row. */
+static grt_status rmm_line(rmm_clock *c, grt__slice line, uint64_t lineno, size_t offset, rmm_row *row,
+                           grt_trace_error *err) {
+  grt__slice f[7];
+  char q[64];
+  row->kind = GRT_TRACE_KIND_COUNT;
+  if (!c->header) {
+    if (!grt__slice_eq(grt__slice_trim(grt__slice_skip_bom(line)), "Thread,Time,Action,Pointer,Size,Stream"))
+      ROW_FAIL("expected the header 'Thread,Time,Action,Pointer,Size,Stream', found '%s'", grt__quote(line, q, sizeof q));
+    c->header = true;
+    return GRT_OK;
+  }
+  if (grt__slice_trim(line).n == 0) return GRT_OK;
+  size_t nf = grt__split(line, ',', f, 6);
+  if (nf != 6) ROW_FAIL("expected 6 comma-separated fields, found %s", nf > 6 ? "more" : "fewer");
+  grt_trace_kind kind;
+  if (grt__slice_eq(f[2], "allocate")) kind = GRT_TRACE_ALLOC;
+  else if (grt__slice_eq(f[2], "free") || grt__slice_eq(f[2], "deallocate")) kind = GRT_TRACE_FREE_COMPLETED;
+  else if (grt__slice_eq(f[2], "allocate failure")) kind = GRT_TRACE_OOM;
+  else ROW_FAIL("unknown action '%s' (expected allocate, free or allocate failure)", grt__quote(f[2], q, sizeof q));
+  rmm_row r = {.kind = kind};
+  if (f[1].n > 0) {
+    if (!parse_time(f[1], &r.time)) ROW_FAIL("time field '%s' is not HH:MM:SS.ffffff or seconds", grt__quote(f[1], q, sizeof q));
+    if (memchr(f[1].p, ':', f[1].n)) { /* time of day: unwrap midnight */
+      if (r.time + c->day < c->prev - 12LL * 3600 * 1000000) c->day += 24LL * 3600 * 1000000;
+      r.time += c->day;
+    }
+    c->prev = r.time;
+    r.flags |= GRT_TRACE_F_TIME;
+  }
+  if (is_null_ptr(f[3])) {
+    if (kind != GRT_TRACE_OOM) ROW_FAIL("%s of a null pointer", kind == GRT_TRACE_ALLOC ? "allocate" : "free");
+  } else {
+    if (!grt__parse_hex(f[3], &r.ptr) || r.ptr == UINT64_MAX)
+      ROW_FAIL("pointer field '%s' is not a hex address below 0xffffffffffffffff", grt__quote(f[3], q, sizeof q));
+    r.flags |= GRT_TRACE_F_ADDR;
+  }
+  if (!grt__parse_u64(f[4], &r.size)) ROW_FAIL("size field '%s' is not a number", grt__quote(f[4], q, sizeof q));
+  if (!grt__parse_hex(f[5], &r.stream)) ROW_FAIL("stream field '%s' is not a hex number", grt__quote(f[5], q, sizeof q));
+  *row = r;
+  return GRT_OK;
+}
+
+static grt_status no_header(grt_trace_error *err) {
+  grt__trace_err(err, 1, 0, false, "empty input (expected the RMM CSV header)");
+  return GRT_ERR_PARSE;
+}
+
 grt_status grt__read_rmm(const char *data, size_t len, grt_trace **out, grt_trace_error *err) {
   grt__tb b;
   grt_status st = grt__tb_init(&b, GRT_TRACE_FORMAT_RMM);
   if (st) return st;
   grt__lines it;
-  grt__slice line, f[7];
-  char q[64];
-  int64_t day = 0, prev = 0;
-  bool header = false;
+  grt__slice line;
+  rmm_clock c = {0};
   grt__lines_init(&it, data, len);
-  while (grt__lines_next(&it, &line)) {
-    if (!header) {
-      if (!grt__slice_eq(grt__slice_trim(grt__slice_skip_bom(line)), "Thread,Time,Action,Pointer,Size,Stream"))
-        FAIL("expected the header 'Thread,Time,Action,Pointer,Size,Stream', found '%s'", grt__quote(line, q, sizeof q));
-      header = true;
-      continue;
+  while (!st && grt__lines_next(&it, &line)) {
+    rmm_row r;
+    if ((st = rmm_line(&c, line, it.lineno, it.offset, &r, err)) || r.kind == GRT_TRACE_KIND_COUNT) continue;
+    st = grt__tb_event(&b, r.kind, r.ptr, r.size, r.stream, r.time, r.ptr, r.flags);
+    if (st == GRT_ERR_STATE) {
+      grt__trace_err(err, it.lineno, it.offset, false, "allocate returned 0x%" PRIx64 ", which is still allocated", r.ptr);
+      st = GRT_ERR_PARSE;
+    } else if (st) {
+      grt__trace_err(err, it.lineno, it.offset, false, "%s", grt_status_str(st));
+      st = GRT_ERR_PARSE;
     }
-    if (grt__slice_trim(line).n == 0) continue;
-    size_t nf = grt__split(line, ',', f, 6);
-    if (nf != 6) FAIL("expected 6 comma-separated fields, found %s", nf > 6 ? "more" : "fewer");
-    grt_trace_kind kind;
-    if (grt__slice_eq(f[2], "allocate")) kind = GRT_TRACE_ALLOC;
-    else if (grt__slice_eq(f[2], "free") || grt__slice_eq(f[2], "deallocate")) kind = GRT_TRACE_FREE_COMPLETED;
-    else if (grt__slice_eq(f[2], "allocate failure")) kind = GRT_TRACE_OOM;
-    else FAIL("unknown action '%s' (expected allocate, free or allocate failure)", grt__quote(f[2], q, sizeof q));
-    uint64_t ptr = 0, size, stream;
-    unsigned flags = 0;
-    int64_t time = 0;
-    if (f[1].n > 0) {
-      if (!parse_time(f[1], &time)) FAIL("time field '%s' is not HH:MM:SS.ffffff or seconds", grt__quote(f[1], q, sizeof q));
-      if (memchr(f[1].p, ':', f[1].n)) { /* time of day: unwrap midnight */
-        if (time + day < prev - 12LL * 3600 * 1000000) day += 24LL * 3600 * 1000000;
-        time += day;
-      }
-      prev = time;
-      flags |= GRT_TRACE_F_TIME;
-    }
-    if (is_null_ptr(f[3])) {
-      if (kind != GRT_TRACE_OOM) FAIL("%s of a null pointer", kind == GRT_TRACE_ALLOC ? "allocate" : "free");
-    } else {
-      if (!grt__parse_hex(f[3], &ptr) || ptr == UINT64_MAX) FAIL("pointer field '%s' is not a hex address below 0xffffffffffffffff", grt__quote(f[3], q, sizeof q));
-      flags |= GRT_TRACE_F_ADDR;
-    }
-    if (!grt__parse_u64(f[4], &size)) FAIL("size field '%s' is not a number", grt__quote(f[4], q, sizeof q));
-    if (!grt__parse_hex(f[5], &stream)) FAIL("stream field '%s' is not a hex number", grt__quote(f[5], q, sizeof q));
-    st = grt__tb_event(&b, kind, ptr, size, stream, time, ptr, flags);
-    if (st == GRT_ERR_STATE) FAIL("allocate returned 0x%" PRIx64 ", which is still allocated", ptr);
-    if (st) FAIL("%s", grt_status_str(st));
   }
-  if (!header) {
-    grt__trace_err(err, 1, 0, false, "empty input (expected the RMM CSV header)");
-    st = GRT_ERR_PARSE;
-  }
-out:
+  if (!st && !c.header) st = no_header(err);
   if (st) {
     grt__tb_abort(&b);
     return st;
   }
   return grt__tb_finish(&b, out);
+}
+
+/* ---- streaming: rows to the callback as they are read ---- */
+
+/* An RMM row is six short fields; a longer line is not RMM's. */
+#define RMM_MAX_LINE 4096
+
+typedef struct rmm_stream {
+  rmm_clock c;
+  grt__tb tb; /* the stream table only */
+  grt_trace_event_fn fn;
+  void *ctx;
+} rmm_stream;
+
+static grt_status stream_line(void *ctx, grt__slice line, uint64_t lineno, size_t offset, grt_trace_error *err) {
+  rmm_stream *s = ctx;
+  rmm_row r;
+  grt_status st = rmm_line(&s->c, line, lineno, offset, &r, err);
+  if (st || r.kind == GRT_TRACE_KIND_COUNT) return st;
+  /* the pointer names the allocation: unique while live, reused after its free, as a native id */
+  grt_trace_event ev = {.id = r.kind == GRT_TRACE_OOM ? GRT_TRACE_NO_ID : r.ptr, .size = r.size, .addr = r.ptr, .time = r.time, .kind = (uint8_t)r.kind,
+                        .flags = (uint8_t)r.flags};
+  if ((st = grt__tb_stream(&s->tb, r.stream, &ev.stream))) {
+    grt__trace_err(err, lineno, offset, false, "%s", grt_status_str(st));
+    return st;
+  }
+  if ((st = s->fn(s->ctx, &ev, r.stream))) grt__trace_err(err, lineno, offset, false, "stopped by callback (%s)", grt_status_name(st));
+  return st;
+}
+
+grt_status grt_trace_read_rmm_stream_file(FILE *f, const char *name, grt_trace_event_fn fn, void *ctx,
+                                          grt_trace_error *err) {
+  if (err) memset(err, 0, sizeof *err);
+  if (!f || !name || !fn) return GRT_ERR_INVALID_ARG;
+  grt__trace_err_file(err, name);
+  rmm_stream s = {.fn = fn, .ctx = ctx};
+  grt_status st = grt__tb_init(&s.tb, GRT_TRACE_FORMAT_RMM);
+  if (st) return st;
+  st = grt__read_lines(f, RMM_MAX_LINE, stream_line, &s, err);
+  if (!st && !s.c.header) st = no_header(err);
+  grt__tb_abort(&s.tb);
+  return st;
 }

@@ -33,6 +33,55 @@ bool grt__lines_next(grt__lines *it, grt__slice *line) {
   return true;
 }
 
+grt_status grt__read_lines(FILE *f, size_t max_line, grt__line_fn fn, void *ctx, grt_trace_error *err) {
+  size_t cap = max_line + 1 < 65536 ? 65536 : max_line + 1;
+  char *buf = malloc(cap);
+  if (!buf) return GRT_ERR_NOMEM;
+  size_t have = 0, offset = 0; /* buf[0, have): bytes of the file from offset on */
+  uint64_t lineno = 0;
+  grt_status st = GRT_OK;
+  bool eof = false;
+  while (!st && (!eof || have)) {
+    if (!eof) {
+      size_t got = fread(buf + have, 1, cap - have, f);
+      have += got;
+      eof = got == 0;
+      if (eof && ferror(f)) {
+        grt__trace_err(err, lineno + 1, offset, false, "read error");
+        st = GRT_ERR_IO;
+        break;
+      }
+    }
+    size_t start = 0;
+    for (char *nl; !st && (nl = memchr(buf + start, '\n', have - start)) != NULL;) {
+      size_t n = (size_t)(nl - (buf + start));
+      grt__slice line = {buf + start, n && buf[start + n - 1] == '\r' ? n - 1 : n};
+      if (n > max_line) {
+        grt__trace_err(err, lineno + 1, offset + start, false, "line longer than %zu bytes", max_line);
+        st = GRT_ERR_PARSE;
+      } else {
+        st = fn(ctx, line, ++lineno, offset + start, err);
+      }
+      start += n + 1;
+    }
+    if (st) break;
+    if (have - start > max_line) {
+      grt__trace_err(err, lineno + 1, offset + start, false, "line longer than %zu bytes", max_line);
+      st = GRT_ERR_PARSE;
+    } else if (eof && have > start) { /* the last line has no newline */
+      size_t n = have - start;
+      grt__slice line = {buf + start, buf[start + n - 1] == '\r' ? n - 1 : n};
+      st = fn(ctx, line, ++lineno, offset + start, err);
+      start = have;
+    }
+    memmove(buf, buf + start, have - start);
+    have -= start;
+    offset += start;
+  }
+  free(buf);
+  return st;
+}
+
 static bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
 grt__slice grt__slice_trim(grt__slice s) {

@@ -166,6 +166,12 @@ typedef struct grt__lines {
 
 void grt__lines_init(grt__lines *it, const char *data, size_t len);
 bool grt__lines_next(grt__lines *it, grt__slice *line);
+/* Lines of a stream, as grt__lines_next cuts them, handed to fn in order;
+ * memory is one buffer of about max_line bytes. A line longer than max_line
+ * is a parse error at its line; fn's first nonzero status stops the read and
+ * is returned; a read error is GRT_ERR_IO. */
+typedef grt_status (*grt__line_fn)(void *ctx, grt__slice line, uint64_t lineno, size_t offset, grt_trace_error *err);
+grt_status grt__read_lines(FILE *f, size_t max_line, grt__line_fn fn, void *ctx, grt_trace_error *err);
 
 grt__slice grt__slice_trim(grt__slice s);
 /* s without a leading UTF-8 byte order mark (readers take it on a first line). */

@@ -132,8 +132,8 @@ static int stats_loaded(const grt_trace *t, const char *path, const cli_run_opts
  * through the replay (memory follows the live allocations, not the events),
  * as `gpurt replay` does; no frames then. in: the opened input (NULL: the
  * file at path). */
-static int stats_streamed(const char *path, cli_input *in, const cli_run_opts *o, const char *format,
-                          int abbreviated) {
+static int stats_streamed(const char *path, cli_input *in, grt_trace_format in_format, const cli_run_opts *o,
+                          const char *format, int abbreviated) {
   grt_replay_config c;
   cli_run_config(o, &c);
   c.record_series = false;
@@ -146,7 +146,7 @@ static int stats_streamed(const char *path, cli_input *in, const cli_run_opts *o
   if (st) return cli_fail_status("stats", "grt_replay_create", st, NULL);
   int rc = 0;
   if (in) {
-    rc = cli_feed_input("stats", path, in, r);
+    rc = cli_feed_input("stats", path, in, in_format, r);
   } else {
     grt_trace_error err;
     memset(&err, 0, sizeof err);
@@ -170,14 +170,15 @@ static int stats_streamed(const char *path, cli_input *in, const cli_run_opts *o
 /* Replays a trace to its end, then reports on the replay's allocator. */
 static int stats_trace(const char *path, const cli_run_opts *o, const char *format, int abbreviated) {
   bool frames = !strcmp(format, "snapshot");
-  if (!frames && cli_streams(path)) return stats_streamed(path, NULL, o, format, abbreviated);
+  if (!frames && cli_streams(path)) return stats_streamed(path, NULL, GRT_TRACE_FORMAT_NATIVE, o, format, abbreviated);
   grt_trace *t;
-  if (cli_input_needs_reader(path)) { /* a pipe or compressed: opened once, streamed when native */
+  grt_trace_format in_format;
+  if (cli_opens_input(path)) { /* a pipe, compressed or big: opened once, streamed when its format allows */
     char why[300];
     cli_input *in = cli_input_open(path, why, sizeof why);
     if (!in) return fprintf(stderr, "gpurt stats: %s: %s\n", cli_input_name(path), why), 1;
-    if (!frames && cli_input_is_native(in)) {
-      int rc = stats_streamed(path, in, o, format, abbreviated);
+    if (!frames && cli_input_streams(in, &in_format)) {
+      int rc = stats_streamed(path, in, in_format, o, format, abbreviated);
       cli_input_close(in);
       return rc;
     }

@@ -191,7 +191,17 @@ cli_input *cli_input_open(const char *path, char *why, size_t why_size) {
 
 FILE *cli_input_stream(cli_input *in) { return in->stream; }
 
-bool cli_input_is_native(const cli_input *in) { return in->head_len >= 11 && !memcmp(in->head, "gpurt-trace", 11); }
+static bool starts_with(const cli_input *in, size_t at, const char *lit) {
+  size_t n = strlen(lit);
+  return in->head_len >= at + n && !memcmp(in->head + at, lit, n);
+}
+
+bool cli_input_streams(const cli_input *in, grt_trace_format *format) {
+  if (starts_with(in, 0, "gpurt-trace")) return *format = GRT_TRACE_FORMAT_NATIVE, true;
+  size_t bom = starts_with(in, 0, "\xEF\xBB\xBF") ? 3 : 0;
+  if (starts_with(in, bom, "Thread,Time,")) return *format = GRT_TRACE_FORMAT_RMM, true;
+  return false;
+}
 
 const char *cli_input_error(const cli_input *in) { return in->failed ? in->why : NULL; }
 

@@ -1,10 +1,10 @@
 /* input.h — how the CLI reads a trace it is given: a file, `-` (standard
  * input) or a pipe, each possibly gzip- or zstd-compressed (told by the
- * magic, not the name). A native trace among them is decoded as it is
- * replayed (memory follows its live allocations); any other format is read
- * into memory up to --max-input-size bytes (default 16 GiB) with a clear
- * error past it. Regular uncompressed files go to the library's own loader
- * (or the streaming reader) untouched. */
+ * magic, not the name). A native trace or RMM CSV among them (and such a
+ * regular file over 32 MiB) is decoded as it is replayed (memory follows its
+ * live allocations); any other format is read into memory up to
+ * --max-input-size bytes (default 16 GiB) with a clear error past it. Other
+ * regular uncompressed files go to the library's own loader untouched. */
 #ifndef GRT_TOOLS_INPUT_H
 #define GRT_TOOLS_INPUT_H
 
@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "gpurt/trace.h"
 
 #define CLI_DEFAULT_MAX_INPUT ((uint64_t)16 << 30)
 
@@ -21,7 +23,7 @@
 /* The usage line every command that reads a trace prints. */
 #define CLI_INPUT_HELP                                                                                              \
   "  a trace may be - (standard input), a pipe, or gzip- or zstd-compressed (told by its first bytes);\n"         \
-  "  --max-input-size SIZE caps what is held in memory (default 16G); a native trace streams instead\n"
+  "  --max-input-size SIZE caps what is held in memory (default 16G); a native or RMM trace streams instead\n"
 void cli_input_set_max(uint64_t bytes);
 uint64_t cli_input_max(void);
 
@@ -34,8 +36,9 @@ typedef struct cli_input cli_input;
 cli_input *cli_input_open(const char *path, char *why, size_t why_size);
 /* The decoded bytes, from the first: read them to the end (once). */
 FILE *cli_input_stream(cli_input *in);
-/* The decoded input starts with the native trace magic. */
-bool cli_input_is_native(const cli_input *in);
+/* The decoded input is in a format read row by row (native, RMM CSV: told
+ * by its first bytes, *format set): it can stream through a replay. */
+bool cli_input_streams(const cli_input *in, grt_trace_format *format);
 /* Why the stream stopped early (a read or decode error), or NULL. */
 const char *cli_input_error(const cli_input *in);
 void cli_input_close(cli_input *in);

@@ -231,16 +231,19 @@ static int stream_run(const char *path, const cli_run_opts *o, cli_run *run) {
   return 0;
 }
 
-/* A native trace on a pipe, standard input or compressed: replayed as it is
- * decoded, on this thread (its size is unknown, so no capacity search). */
-static int stream_input(const char *path, cli_input *in, const cli_run_opts *o, cli_run *run) {
+/* A trace in a format that streams (native, RMM CSV) on a pipe, standard
+ * input, compressed or big: replayed as it is decoded, on this thread (its
+ * size is unknown up front, so no capacity search). */
+static int stream_input(const char *path, cli_input *in, grt_trace_format format, const cli_run_opts *o,
+                        cli_run *run) {
   grt_replay_config c;
   cli_progress prog;
   stream_setup(path, o, run, &c, &prog);
   grt_replay *r;
   grt_status st = grt_replay_create(&c, NULL, &r);
   if (st) return report_open(o, path, st);
-  int rc = cli_feed_input(o->cmd, path, in, r);
+  run->format = grt_trace_format_name(format);
+  int rc = cli_feed_input(o->cmd, path, in, format, r);
   cli_progress_done(&prog);
   if (!rc && (st = grt_replay_get_summary(r, &run->sum))) rc = cli_fail_status(o->cmd, "grt_replay_get_summary", st, NULL);
   run->n_events = run->sum.events;
@@ -249,8 +252,8 @@ static int stream_input(const char *path, cli_input *in, const cli_run_opts *o, 
   return rc;
 }
 
-/* Opens a pipe or compressed input once: streamed when native and nothing
- * needs the whole trace, else held (up to --max-input-size). *t gets the
+/* Opens a pipe, compressed or big input once: streamed when its format
+ * allows and nothing needs the whole trace, else held (up to --max-input-size). *t gets the
  * loaded trace, or stays NULL when the input was streamed (rc in *rc). */
 static void open_input(const char *path, const cli_run_opts *o, cli_run *run, grt_trace **t, int *rc) {
   char why[300];
@@ -261,8 +264,9 @@ static void open_input(const char *path, const cli_run_opts *o, cli_run *run, gr
     *rc = 1;
     return;
   }
-  if (cli_input_is_native(in) && !o->series && !o->snapshots && o->search != 1)
-    *rc = stream_input(path, in, o, run);
+  grt_trace_format format;
+  if (cli_input_streams(in, &format) && !o->series && !o->snapshots && o->search != 1)
+    *rc = stream_input(path, in, format, o, run);
   else if (!(*t = cli_load_input(o->cmd, path, in, o->device)))
     *rc = 1;
   cli_input_close(in);
@@ -273,7 +277,7 @@ int cli_run_trace(const char *path, const cli_run_opts *o, cli_run *run) {
   if (cli_is_native(path) && !o->series && !o->snapshots && (o->search == 0 || (o->search == -1 && cli_streams(path))))
     return stream_run(path, o, run);
   grt_trace *t = NULL;
-  if (cli_input_needs_reader(path)) {
+  if (cli_opens_input(path)) {
     int rc = 0;
     open_input(path, o, run, &t, &rc);
     if (!t) return rc;

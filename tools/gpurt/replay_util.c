@@ -61,10 +61,11 @@ grt_trace *cli_load_trace(const char *cmd, const char *path, int device) {
   return st ? load_failed(cmd, path, st, &err) : t;
 }
 
-int cli_feed_input(const char *cmd, const char *path, cli_input *in, grt_replay *r) {
+int cli_feed_input(const char *cmd, const char *path, cli_input *in, grt_trace_format format, grt_replay *r) {
   grt_trace_error err;
   memset(&err, 0, sizeof err);
-  grt_status st = grt_replay_feed_native_stream(r, cli_input_stream(in), !strcmp(path, "-") ? "<stdin>" : path, &err);
+  grt_status st =
+      grt_replay_feed_stream(r, cli_input_stream(in), format, !strcmp(path, "-") ? "<stdin>" : path, &err);
   if (!st) return 0;
   char msg[600];
   if (cli_input_error(in))
@@ -89,10 +90,14 @@ bool cli_is_native(const char *path) {
 /* Below this, loading costs little and lets the replay search capacities. */
 #define STREAM_MIN_BYTES ((uint64_t)32 << 20)
 
-bool cli_streams(const char *path) {
+static bool is_big(const char *path) {
   struct stat sb;
-  return stat(path, &sb) == 0 && (uint64_t)sb.st_size > STREAM_MIN_BYTES && cli_is_native(path);
+  return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > STREAM_MIN_BYTES;
 }
+
+bool cli_streams(const char *path) { return is_big(path) && cli_is_native(path); }
+
+bool cli_opens_input(const char *path) { return cli_input_needs_reader(path) || is_big(path); }
 
 const char *cli_basename(const char *path) {
   const char *s = strrchr(path, '/');

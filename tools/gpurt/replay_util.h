@@ -15,9 +15,9 @@
 grt_trace *cli_load_trace(const char *cmd, const char *path, int device);
 /* The same from an opened input (held whole, up to --max-input-size). */
 grt_trace *cli_load_input(const char *cmd, const char *path, cli_input *in, int device);
-/* Feeds a native input to r as it is read (memory follows the live
- * allocations); 0, or 1 after printing the failure. */
-int cli_feed_input(const char *cmd, const char *path, cli_input *in, grt_replay *r);
+/* Feeds an input that streams (cli_input_streams: its format) to r as it is
+ * read (memory follows the live allocations); 0, or 1 after printing the failure. */
+int cli_feed_input(const char *cmd, const char *path, cli_input *in, grt_trace_format format, grt_replay *r);
 /* How messages name path ("standard input" for "-"). */
 const char *cli_input_name(const char *path);
 /* True when the file starts with the native magic. */
@@ -25,6 +25,9 @@ bool cli_is_native(const char *path);
 /* True for a native file big enough to stream rather than load (loading
  * holds every event; streaming only the live allocations). */
 bool cli_streams(const char *path);
+/* True when path is read through cli_input (a pipe, compressed, or a big
+ * file in another format that may stream): see cli_input_streams. */
+bool cli_opens_input(const char *path);
 /* The file name without its directories. */
 const char *cli_basename(const char *path);
 /* The paths "dir/name" of the files in dir whose name ends with suffix, in
