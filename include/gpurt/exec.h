@@ -34,6 +34,19 @@
  *  - An op's body takes effect at the end of its modelled interval (a kernel
  *    function runs after its duration elapsed), so unordered accesses overlap.
  *
+ * Waits that cannot end: a host wait (a synchronize call, grt_user_event_wait,
+ * the drain in grt_exec_destroy) for what only a host signal could bring
+ * would block for ever. The virtual clock takes the host to be one thread
+ * (the waiting one), so such a wait is GRT_ERR_DEADLOCK at once. Under
+ * threads another thread may still signal, so it is a deadlock only when
+ * cfg.host_threads says how many threads there are and that many wait in
+ * the exec with nothing queued or running able to release any of them (each
+ * wait's condition is false, nothing runs but blocked host functions,
+ * nothing ready can start). The message names the user events and values
+ * waited for. cfg.wait_timeout_ns bounds every host wait on either clock
+ * (virtual: virtual ns, the clock then stands at the deadline, as after a
+ * host delay): GRT_ERR_NOT_READY, nothing else changed.
+ *
  * Errors: a deadlock (or a body failure) puts the exec in a sticky error state,
  * like a CUDA context: queued work is cancelled, blocked waits return the error,
  * and later calls on the exec return it (grt_exec_get_error has the message).
@@ -90,6 +103,12 @@ typedef struct grt_exec_config {
   int record_timeline;       /* nonzero: keep a record per op for grt_exec_timeline_* */
   uint64_t schedule_seed;    /* virtual clock: 0 = canonical tie order; else ties broken by a seeded PRNG */
   uint64_t spin_ns;          /* threads: a host sync spins this long before blocking (default 20000) */
+  /* Bounded host waits (see "waits that cannot end" below). */
+  uint64_t wait_timeout_ns;  /* a host wait still unmet after this long (the exec's clock) returns
+                                GRT_ERR_NOT_READY and changes nothing; 0 (default) = no timeout */
+  unsigned host_threads;     /* threads: the application threads that call into the exec while it has
+                                work; once all of them wait in it and nothing queued can release any,
+                                the waits return GRT_ERR_DEADLOCK. 0 (default) = unknown: not detected */
   /* Fault injection (tests), counted from the exec's creation, 1 = the first;
    * 0 = never. The Nth creation of that kind fails with GRT_ERR_FAULT_INJECTED
    * (once) and changes nothing; see grt_exec_inject_failure. */
@@ -110,7 +129,9 @@ GRT_API GRT_MUST_CHECK grt_status grt_exec_create(const grt_exec_config *cfg, gr
 /* Waits for all work, stops the workers and frees everything (zombies too),
  * and the device when the exec created it. GRT_ERR_BUSY (nothing changed)
  * while user streams, events or user events are alive, or while the exec's own
- * device still holds segments; GRT_ERR_NOT_PERMITTED from a body. NULL: no-op. */
+ * device still holds segments; GRT_ERR_NOT_PERMITTED from a body;
+ * GRT_ERR_NOT_READY (nothing changed) when wait_timeout_ns passed with work
+ * pending. NULL: no-op. */
 GRT_API GRT_MUST_CHECK grt_status grt_exec_destroy(grt_exec *exec);
 
 /* The device (owned or borrowed); valid for the exec's lifetime. */
@@ -235,7 +256,9 @@ GRT_API GRT_MUST_CHECK grt_status grt_user_event_destroy(grt_user_event *u);
 /* Host side: value = max(value, v); releases waiters. */
 GRT_API GRT_MUST_CHECK grt_status grt_user_event_signal(grt_user_event *u, uint64_t v);
 /* Host side: blocks until value >= v. Allowed inside host functions (the
- * deadlock detector sees the wait); GRT_ERR_DEADLOCK when a cycle is found. */
+ * deadlock detector sees the wait); GRT_ERR_DEADLOCK when a cycle is found
+ * or nothing can ever signal it (see "waits that cannot end" above);
+ * GRT_ERR_NOT_READY after cfg.wait_timeout_ns. */
 GRT_API GRT_MUST_CHECK grt_status grt_user_event_wait(grt_user_event *u, uint64_t v);
 GRT_API GRT_MUST_CHECK grt_status grt_user_event_value(grt_user_event *u, uint64_t *out);
 /* Stream side: an op that sets value = max(value, v) when reached. */

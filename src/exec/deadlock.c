@@ -74,8 +74,8 @@ static bool stream_edges(grt_exec *exec, graph *g, size_t i) {
   grt_stream *s = g->nodes[i];
   grt__op *h = s->head;
   if (!h) return true;
-  if (h->state == GRT__RUNNING)
-    return !h->blocked || uev_edges(g, i, E_HOSTFN, h->wait_uev, h->wait_value);
+  if (h->state == GRT__RUNNING) /* a blocked host function whose value came is about to wake */
+    return !h->blocked || h->wait_uev->value >= h->wait_value || uev_edges(g, i, E_HOSTFN, h->wait_uev, h->wait_value);
   if (h->state == GRT__READY) { /* its engine is full of blocked ops */
     for (size_t j = 0; j < g->n; j++) {
       grt__op *o = g->nodes[j]->head;
@@ -222,19 +222,53 @@ bool grt__detect_deadlock(grt_exec *exec) {
   return found;
 }
 
-void grt__describe_host_stall(grt_exec *exec, char *buf, size_t n) {
-  int off = snprintf(buf, n,
-                     "deadlock: the host thread driving the virtual clock waits for work that only a host signal "
-                     "can release");
-  for (grt_stream *s = exec->streams; s && off >= 0 && (size_t)off < n; s = s->all_next) {
+/* Appends to buf (at *off) what a stall holds: host threads waiting for user
+ * events, and stream heads (ops or blocked host functions) waiting for them. */
+static void describe_waits(grt_exec *exec, char *buf, size_t n, int *off) {
+  for (const grt__waiter *w = exec->host_waits; w && *off >= 0 && (size_t)*off < n; w = w->next)
+    if (w->uev && w->uev->value < w->value)
+      *off += snprintf(buf + *off, n - (size_t)*off, "; a host thread waits for user event '%s' >= %llu (value %llu)",
+                       w->uev->name, (unsigned long long)w->value, (unsigned long long)w->uev->value);
+  for (grt_stream *s = exec->streams; s && *off >= 0 && (size_t)*off < n; s = s->all_next) {
     grt__op *h = s->head;
     if (!h) continue;
     grt_user_event *u = h->blocked ? h->wait_uev : h->kind == GRT__OP_UEV_WAIT ? h->u.uev.uev : NULL;
     uint64_t v = h->blocked ? h->wait_value : h->u.uev.value;
     if (!u || u->value >= v) continue;
-    off += snprintf(buf + off, n - (size_t)off, "; %s on stream '%s' waits for user event '%s' >= %llu",
-                    h->blocked ? "a host function" : "work", s->name, u->name, (unsigned long long)v);
+    *off += snprintf(buf + *off, n - (size_t)*off, "; %s on stream '%s' waits for user event '%s' >= %llu",
+                     h->blocked ? "a host function" : "work", s->name, u->name, (unsigned long long)v);
   }
+}
+
+void grt__describe_host_stall(grt_exec *exec, char *buf, size_t n) {
+  int off = exec->cfg.clock == GRT_CLOCK_VIRTUAL
+                ? snprintf(buf, n,
+                           "deadlock: the host thread driving the virtual clock waits for work that only a host "
+                           "signal can release")
+                : snprintf(buf, n,
+                           "deadlock: every host thread (host_threads = %u) waits in the exec, and only a host "
+                           "signal could release one",
+                           exec->cfg.host_threads);
+  describe_waits(exec, buf, n, &off);
   if (exec->pending_ops == 0 && off >= 0 && (size_t)off < n)
     snprintf(buf + off, n - (size_t)off, "; no work is pending: nothing will signal it");
+}
+
+/* Nothing runs but host functions blocked in grt_user_event_wait (the caller
+ * checked quiescence, or that no work is pending), so only a host action
+ * could change anything; when
+ * every host thread there is waits here and no wait, host function's
+ * included, has what it waits for, none ever will. */
+bool grt__detect_host_stall(grt_exec *exec) {
+  unsigned want = exec->cfg.host_threads;
+  if (!want || exec->n_host_waits < want) return false;
+  for (const grt__waiter *w = exec->host_waits; w; w = w->next)
+    if (w->cond(exec, w->ctx)) return false; /* woken, not yet running */
+  for (grt_stream *s = exec->streams; s; s = s->all_next)
+    if (s->head && s->head->blocked && s->head->wait_uev->value >= s->head->wait_value) return false;
+  char msg[sizeof exec->error_msg];
+  grt__describe_host_stall(exec, msg, sizeof msg);
+  grt__trace_deadlock(exec);
+  grt__set_error(exec, GRT_ERR_DEADLOCK, msg);
+  return true;
 }

@@ -135,7 +135,7 @@ grt_status grt_exec_create(const grt_exec_config *cfg, grt_exec **out) {
   st = make_device(exec);
   if (st) goto fail_device;
   pthread_mutex_init(&exec->lock, NULL);
-  pthread_cond_init(&exec->done_cv, NULL);
+  grt__cond_init_monotonic(&exec->done_cv);
   grt__observers_init(exec);
   exec->engines[GRT_ENGINE_COMPUTE].slots = cfg->compute_slots;
   exec->engines[GRT_ENGINE_COPY_H2D].slots = 1;
@@ -215,8 +215,12 @@ grt_status grt_exec_destroy(grt_exec *exec) {
   /* Pending work completes first; after a sticky error only running bodies remain. */
   /* The wait ends when the work is done or a sticky error (a fault, a
    * deadlock) stops it; the call that met the error reported it, and the
-   * teardown goes on either way. */
-  if (!exec->error) grt__ignore(grt__wait(exec, all_done, NULL, false, false));
+   * teardown goes on either way. Only a timed-out wait stops the teardown:
+   * the work is still pending and nothing has changed yet. */
+  if (!exec->error && (st = grt__wait(exec, all_done, NULL, false, false)) == GRT_ERR_NOT_READY) {
+    pthread_mutex_unlock(&exec->lock);
+    return st;
+  }
   if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__wait_idle(exec);
   pthread_mutex_unlock(&exec->lock);
   if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__threads_stop(exec);

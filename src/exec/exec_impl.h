@@ -195,6 +195,8 @@ struct grt_exec {
   pthread_mutex_t lock;
   pthread_cond_t done_cv; /* host threads in sync calls and user-event waits */
   unsigned host_waiters;
+  struct grt__waiter *host_waits; /* host threads' waits in progress (not host functions') */
+  unsigned n_host_waits;
 
   grt_stream *streams; /* every stream ever created (zombies too) */
   grt_event *events;
@@ -309,8 +311,22 @@ static inline uint64_t grt__done(const grt_stream *s) {
   return atomic_load_explicit(&((grt_stream *)s)->done_seq, memory_order_acquire);
 }
 
-/* Waiting: cond(ctx) under the lock. Returns GRT_OK when it holds, else an error. */
+/* Waiting: cond(ctx) under the lock. Returns GRT_OK when it holds, the
+ * sticky error, or GRT_ERR_NOT_READY when cfg.wait_timeout_ns passed first. */
 typedef bool (*grt__cond_fn)(grt_exec *exec, void *ctx);
+/* One wait. A host thread's (not a host function's) is on exec->host_waits
+ * while it lasts: the stall rule counts them and its report names what each
+ * waits for. */
+typedef struct grt__waiter {
+  grt__cond_fn cond;
+  void *ctx;
+  bool spin;           /* threads: spin a while before sleeping */
+  bool in_body;        /* a host function's wait, on a worker thread */
+  grt_user_event *uev; /* a wait for a user event (value >= value); NULL: another condition */
+  uint64_t value;
+  struct grt__waiter *next;
+} grt__waiter;
+grt_status grt__wait_on(grt_exec *exec, grt__waiter *w);
 grt_status grt__wait(grt_exec *exec, grt__cond_fn cond, void *ctx, bool spin, bool host_func_wait);
 void grt__wait_idle(grt_exec *exec); /* threads: until no body runs */
 
@@ -318,18 +334,25 @@ void grt__wait_idle(grt_exec *exec); /* threads: until no body runs */
 grt_status grt__threads_start(grt_exec *exec);
 void grt__threads_stop(grt_exec *exec);
 void grt__threads_kick(grt_exec *exec, unsigned engine);
-grt_status grt__threads_wait(grt_exec *exec, grt__cond_fn cond, void *ctx, bool spin);
+grt_status grt__threads_wait(grt_exec *exec, const grt__waiter *w);
+void grt__cond_init_monotonic(pthread_cond_t *cv); /* timed waits measure CLOCK_MONOTONIC */
 
 /* sched_virtual.c */
-grt_status grt__virtual_wait(grt_exec *exec, grt__cond_fn cond, void *ctx);
+/* Runs the simulation until cond holds; GRT_ERR_NOT_READY with the clock at
+ * `deadline` (virtual ns, UINT64_MAX: none) when nothing happens before it. */
+grt_status grt__virtual_wait(grt_exec *exec, grt__cond_fn cond, void *ctx, uint64_t deadline);
 grt_status grt__virtual_host_delay(grt_exec *exec, uint64_t ns); /* lock held; grt_exec_host_delay */
 void grt__virtual_free(grt_exec *exec);
 
 /* deadlock.c: at quiescence, looks for a cycle; on one sets the sticky
  * GRT_ERR_DEADLOCK with the cycle's text and returns true. */
 bool grt__detect_deadlock(grt_exec *exec);
-/* Text for "no cycle, but the waiting host thread can't be released" (virtual). */
+/* Text for "no cycle, but the waiting host threads can't be released". */
 void grt__describe_host_stall(grt_exec *exec, char *buf, size_t n);
+/* Threads, at quiescence: every one of cfg.host_threads application threads
+ * waits in the exec and nothing queued can release any of them; sets the
+ * sticky GRT_ERR_DEADLOCK naming what they wait for and returns true. */
+bool grt__detect_host_stall(grt_exec *exec);
 
 /* graph*.c (graph_impl.h for the rest) */
 grt_status grt__graph_capture_submit(grt__op *op); /* lock held; op issued to a capturing stream */

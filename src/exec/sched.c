@@ -307,11 +307,38 @@ void grt__wait_idle(grt_exec *exec) {
   }
 }
 
-grt_status grt__wait(grt_exec *exec, grt__cond_fn cond, void *ctx, bool spin, bool host_func_wait) {
-  if (exec->cfg.clock == GRT_CLOCK_VIRTUAL) return grt__virtual_wait(exec, cond, ctx);
-  grt_status st = grt__threads_wait(exec, cond, ctx, spin);
-  /* After a sticky error a host thread returns once the bodies still running
-   * (woken host functions) are done, so it can tear down what they use. */
-  if (st && !host_func_wait) grt__wait_idle(exec);
+static void unlink_host_wait(grt_exec *exec, grt__waiter *w) {
+  grt__waiter **pp = &exec->host_waits;
+  while (*pp != w) pp = &(*pp)->next;
+  *pp = w->next;
+  exec->n_host_waits--;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+grt_status grt__wait_on(grt_exec *exec, grt__waiter *w) {
+  if (!w->in_body) {
+    w->next = exec->host_waits;
+    exec->host_waits = w;
+    exec->n_host_waits++;
+    exec->state_gen++; /* one more host thread waits: the stall rule may hold now */
+  }
+  grt_status st;
+  if (exec->cfg.clock == GRT_CLOCK_VIRTUAL) {
+    uint64_t t = exec->cfg.wait_timeout_ns;
+    st = grt__virtual_wait(exec, w->cond, w->ctx, t ? add_sat(exec->now_ns, t) : UINT64_MAX);
+  } else {
+    st = grt__threads_wait(exec, w);
+    /* After a sticky error a host thread returns once the bodies still
+     * running (woken host functions) are done, so it can tear down what
+     * they use. A timed-out wait changed nothing and returns at once. */
+    if (st && st != GRT_ERR_NOT_READY && !w->in_body) grt__wait_idle(exec);
+  }
+  if (!w->in_body) unlink_host_wait(exec, w);
   return st;
+}
+
+grt_status grt__wait(grt_exec *exec, grt__cond_fn cond, void *ctx, bool spin, bool host_func_wait) {
+  grt__waiter w = {cond, ctx, spin, host_func_wait, NULL, 0, NULL};
+  return grt__wait_on(exec, &w);
 }

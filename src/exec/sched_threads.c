@@ -13,7 +13,10 @@
  * followed by a synchronize then needs no thread to wake up at all. Then it
  * spins briefly (watching the atomic completion counter, no lock) and then
  * sleeps on done_cv; while host threads wait they run the deadlock detector
- * whenever the exec is quiescent in a state the detector has not yet cleared.
+ * whenever the exec is quiescent in a state the detector has not yet cleared,
+ * and the host-stall rule (cfg.host_threads: every application thread waits
+ * here and nothing can release any). A deadline (cfg.wait_timeout_ns) bounds
+ * the spin and the sleep (done_cv runs on CLOCK_MONOTONIC for that).
  */
 #include <errno.h>
 #include <sched.h>
@@ -298,27 +301,57 @@ static bool try_help(grt_exec *exec, grt__cond_fn cond, void *ctx) {
   return false;
 }
 
-grt_status grt__threads_wait(grt_exec *exec, grt__cond_fn cond, void *ctx, bool spin) {
-  uint64_t spin_left = spin ? exec->cfg.spin_ns : 0;
+/* Sleeps on done_cv until woken or (deadline != UINT64_MAX) the deadline. */
+static void sleep_on_done(grt_exec *exec, uint64_t deadline) {
+  exec->host_waiters++;
+  if (deadline == UINT64_MAX) {
+    pthread_cond_wait(&exec->done_cv, &exec->lock);
+  } else {
+    struct timespec ts = {(time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull)};
+    (void)pthread_cond_timedwait(&exec->done_cv, &exec->lock, &ts); /* ETIMEDOUT: the caller re-checks */
+  }
+  exec->host_waiters--;
+}
+
+/* In a state not yet checked where nothing can move without the host
+ * (quiescent, or no work at all): a cycle, or every host thread stuck in a
+ * wait (the stall rule), is a deadlock. */
+static bool stuck(grt_exec *exec) {
+  bool no_work = exec->pending_ops == 0;
+  if ((!no_work && !grt__quiescent(exec)) || exec->detect_gen == exec->state_gen) return false;
+  if ((!no_work && grt__detect_deadlock(exec)) || grt__detect_host_stall(exec)) return true;
+  exec->detect_gen = exec->state_gen;
+  return false;
+}
+
+grt_status grt__threads_wait(grt_exec *exec, const grt__waiter *w) {
+  uint64_t spin_left = w->spin ? exec->cfg.spin_ns : 0, timeout = exec->cfg.wait_timeout_ns;
+  uint64_t deadline = UINT64_MAX;
+  if (timeout) deadline = grt__mono_ns() + (timeout < UINT64_MAX / 2 ? timeout : UINT64_MAX / 2);
   for (;;) {
     if (exec->error) return exec->error; /* sticky: it wins even over a met condition */
-    if (cond(exec, ctx)) return GRT_OK;
-    if (grt__quiescent(exec) && exec->detect_gen != exec->state_gen) {
-      if (grt__detect_deadlock(exec)) return exec->error;
-      exec->detect_gen = exec->state_gen;
-    }
+    if (w->cond(exec, w->ctx)) return GRT_OK;
+    if (stuck(exec)) return exec->error;
     /* Zero-length work that is ready now: run it here rather than sleep
      * while a parked worker wakes up for it (one host thread at a time). */
-    if (try_help(exec, cond, ctx)) continue;
+    if (try_help(exec, w->cond, w->ctx)) continue;
+    uint64_t now = timeout || spin_left ? grt__mono_ns() : 0;
+    if (now >= deadline) return GRT_ERR_NOT_READY; /* gave up; nothing changed */
     if (spin_left) {
-      uint64_t t = grt__mono_ns();
-      spin_for_progress(exec, spin_left);
-      uint64_t used = grt__mono_ns() - t;
+      uint64_t budget = spin_left < deadline - now ? spin_left : deadline - now;
+      spin_for_progress(exec, budget);
+      uint64_t used = grt__mono_ns() - now;
       spin_left = used >= spin_left ? 0 : spin_left - used;
       continue;
     }
-    exec->host_waiters++;
-    pthread_cond_wait(&exec->done_cv, &exec->lock);
-    exec->host_waiters--;
+    sleep_on_done(exec, deadline);
   }
+}
+
+void grt__cond_init_monotonic(pthread_cond_t *cv) {
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC); /* deadlines are grt__mono_ns values */
+  pthread_cond_init(cv, &a);
+  pthread_condattr_destroy(&a);
 }

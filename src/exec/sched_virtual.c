@@ -20,6 +20,8 @@
  * and nothing can start while the waiter's condition is false, the state is
  * final: the detector reports a cycle, or — with no cycle — the waiting host
  * thread is waiting for a signal only it could give; both are GRT_ERR_DEADLOCK.
+ * A wait with a deadline (cfg.wait_timeout_ns) stops when the next event lies
+ * beyond it, with the clock at the deadline, as a host delay would leave it.
  */
 #include <stdlib.h>
 
@@ -124,7 +126,7 @@ static void leave_driver(grt_exec *exec, bool outer) {
   pthread_cond_broadcast(&exec->done_cv);
 }
 
-grt_status grt__virtual_wait(grt_exec *exec, grt__cond_fn cond, void *ctx) {
+grt_status grt__virtual_wait(grt_exec *exec, grt__cond_fn cond, void *ctx, uint64_t deadline) {
   bool outer;
   become_driver(exec, &outer);
   grt_status st = GRT_OK;
@@ -143,6 +145,11 @@ grt_status grt__virtual_wait(grt_exec *exec, grt__cond_fn cond, void *ctx) {
         grt__set_error(exec, GRT_ERR_DEADLOCK, msg);
       }
       st = exec->error;
+      break;
+    }
+    if (exec->heap[0].t > deadline) { /* the wait gives up first: host time passed */
+      if (exec->now_ns < deadline) exec->now_ns = deadline;
+      st = GRT_ERR_NOT_READY;
       break;
     }
     advance_one(exec);
@@ -175,7 +182,7 @@ static bool delay_done(grt_exec *exec, void *ctx) {
  * exactly as during a slept delay. */
 grt_status grt__virtual_host_delay(grt_exec *exec, uint64_t ns) {
   delay_target d = {exec->now_ns + ns};
-  grt_status st = grt__virtual_wait(exec, delay_done, &d);
+  grt_status st = grt__virtual_wait(exec, delay_done, &d, UINT64_MAX);
   if (!st && exec->now_ns < d.t) exec->now_ns = d.t;
   return st;
 }

@@ -127,7 +127,8 @@ grt_status grt_user_event_wait(grt_user_event *u, uint64_t v) {
       u->host_waiters++;
       exec->state_gen++;
       uev_target t = {u, v};
-      st = grt__wait(exec, uev_reached, &t, false, op != NULL);
+      grt__waiter w = {uev_reached, &t, false, op != NULL, u, v, NULL};
+      st = grt__wait_on(exec, &w);
       u->host_waiters--;
       if (op) {
         op->blocked = 0;
