@@ -1,7 +1,9 @@
 /* test_sorder_pool.c — the stream-ordered pool under both clocks: reuse on the
- * same stream, the three cross-stream policies, per-stream pools, host sync
- * points, PyTorch's record_stream path, release threshold / trim_to, and bad
- * input (nothing changes on a failed call). */
+ * same stream, the three cross-stream policies (CUDA's cudaMemPoolAttr
+ * rules), per-stream pools, host sync points, PyTorch's record_stream path,
+ * release threshold / trim_to, and bad input (nothing changes on a failed
+ * call). Gates (user events) hold the frees where a test needs them pending,
+ * so both clocks give the same figures. */
 #include "gpurt/sorder.h"
 #include "test_exec_common.h"
 
@@ -76,8 +78,9 @@ static void test_same_stream(void **state) {
   teardown(exec, p, a, NULL);
 }
 
-/* Follow event dependencies: another stream reuses the block after a wait the
- * pool inserted; the new user's kernel runs after the old user's. */
+/* Follow event dependencies: another stream reuses the block when it already
+ * waits for the free (an event recorded after the free, waited on by the
+ * program); the pool inserts nothing. Without that edge it is not reused. */
 static void test_follow_event_deps(void **state) {
   grt_exec *exec = make_exec(clock_of(state), 0);
   grt_mempool *p = make_pool(exec, "caching", GRT_REUSE_FOLLOW_EVENT_DEPS, 0);
@@ -85,28 +88,44 @@ static void test_follow_event_deps(void **state) {
   grt_stream *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
   order_log log = {0};
   log_arg l1 = {&log, 1}, l2 = {&log, 2};
-  grt_devptr x, y;
+  grt_devptr x, y, z;
   assert_int_equal(grt_malloc_async(p, 4096, a, &x), GRT_OK);
+  grt_user_event *u = gate(exec, a);
   launch_logged(a, &l1, 200000);
   assert_int_equal(grt_free_async(p, x, a), GRT_OK);
+  assert_int_equal(grt_malloc_async(p, 4096, c, &z), GRT_OK); /* no edge yet: not reused */
+  assert_int_not_equal(z, x);
+  assert_int_equal(counters(p).reuses_deferred, 1);
+  grt_event *ev = NULL;
+  assert_int_equal(grt_event_create(exec, GRT_EVENT_DISABLE_TIMING, &ev), GRT_OK);
+  assert_int_equal(grt_event_record(ev, a), GRT_OK);
+  assert_int_equal(grt_stream_wait_event(c, ev), GRT_OK);
   assert_int_equal(grt_malloc_async(p, 4096, c, &y), GRT_OK);
   assert_int_equal(y, x);
   launch_logged(c, &l2, 1000);
+  open_gate(u);
   assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
   assert_true(log_pos(&log, 1) < log_pos(&log, 2));
   grt_mempool_counters k = counters(p);
   assert_int_equal(k.reuse_event_dep, 1);
-  assert_int_equal(k.edges_inserted, 1);
+  assert_int_equal(k.edges_inserted, 0);
+  assert_int_equal(k.reuses_deferred, 1);
   assert_int_equal(grt_free_async(p, y, c), GRT_OK);
+  assert_int_equal(grt_free_async(p, z, c), GRT_OK);
+  assert_int_equal(grt_event_destroy(ev), GRT_OK);
+  assert_int_equal(grt_user_event_destroy(u), GRT_OK);
   teardown(exec, p, a, c);
 }
 
 /* Opportunistic only: a pending free is passed over; once the device passed
- * it (a plain stream sync the pool does not see), it is reused without edge. */
+ * it, it is reused without edge. The free completes behind a sync of another
+ * stream B that waited for it: that sync covers B's frees, not A's, so A's
+ * free is still parked, and C does not depend on it. */
 static void test_opportunistic(void **state) {
   grt_exec *exec = make_exec(clock_of(state), 0);
   grt_mempool *p = make_pool(exec, "caching", GRT_REUSE_OPPORTUNISTIC, 0);
   grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A");
+  grt_stream *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "B");
   grt_stream *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
   grt_devptr x, y, z;
   assert_int_equal(grt_malloc_async(p, 4096, a, &x), GRT_OK);
@@ -116,8 +135,15 @@ static void test_opportunistic(void **state) {
   assert_int_equal(grt_malloc_async(p, 4096, c, &y), GRT_OK);
   assert_int_not_equal(y, x);
   assert_int_equal(counters(p).reuses_deferred, 1);
+  grt_event *ev = NULL;
+  assert_int_equal(grt_event_create(exec, GRT_EVENT_DISABLE_TIMING, &ev), GRT_OK);
+  assert_int_equal(grt_event_record(ev, a), GRT_OK);
+  assert_int_equal(grt_stream_wait_event(b, ev), GRT_OK);
   open_gate(u);
-  assert_int_equal(grt_stream_synchronize(a), GRT_OK);
+  assert_int_equal(grt_stream_synchronize(b), GRT_OK);
+  assert_int_equal(counters(p).pending_frees, 1);
+  assert_int_equal(grt_event_destroy(ev), GRT_OK);
+  assert_int_equal(grt_stream_destroy(b), GRT_OK);
   assert_int_equal(grt_user_event_destroy(u), GRT_OK);
   assert_int_equal(grt_malloc_async(p, 4096, c, &z), GRT_OK);
   assert_int_equal(z, x);
@@ -129,32 +155,36 @@ static void test_opportunistic(void **state) {
   teardown(exec, p, a, c);
 }
 
-/* No policy: only a host sync through the pool makes the free reusable elsewhere. */
+/* No policy: only a host sync covering the free makes it reusable elsewhere
+ * (a plain one too: the pool observes every sync of its exec). */
 static void test_host_sync_point(void **state) {
-  grt_exec *exec = make_exec(clock_of(state), 0);
-  grt_mempool *p = make_pool(exec, "caching", 0, 0);
-  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A");
-  grt_stream *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
-  grt_devptr x, y, z;
-  assert_int_equal(grt_malloc_async(p, 4096, a, &x), GRT_OK);
-  busy(a, 100000);
-  assert_int_equal(grt_free_async(p, x, a), GRT_OK);
-  assert_int_equal(grt_malloc_async(p, 4096, c, &y), GRT_OK);
-  assert_int_not_equal(y, x);
-  assert_int_equal(grt_mempool_stream_synchronize(p, a), GRT_OK);
-  grt_mempool_counters k = counters(p);
-  assert_int_equal(k.host_syncs, 1);
-  assert_int_equal(k.pending_frees, 0);
-  assert_int_equal(grt_malloc_async(p, 4096, c, &z), GRT_OK);
-  assert_int_equal(z, x); /* back in the allocator: best fit, lowest address */
-  assert_int_equal(counters(p).edges_inserted, 0);
-  assert_int_equal(grt_free_async(p, y, c), GRT_OK);
-  assert_int_equal(grt_free_async(p, z, c), GRT_OK);
-  teardown(exec, p, a, c);
+  for (int plain = 0; plain < 2; plain++) {
+    grt_exec *exec = make_exec(clock_of(state), 0);
+    grt_mempool *p = make_pool(exec, "caching", 0, 0);
+    grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A");
+    grt_stream *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
+    grt_devptr x, y, z;
+    assert_int_equal(grt_malloc_async(p, 4096, a, &x), GRT_OK);
+    busy(a, 100000);
+    assert_int_equal(grt_free_async(p, x, a), GRT_OK);
+    assert_int_equal(grt_malloc_async(p, 4096, c, &y), GRT_OK);
+    assert_int_not_equal(y, x);
+    assert_int_equal(plain ? grt_stream_synchronize(a) : grt_mempool_stream_synchronize(p, a), GRT_OK);
+    grt_mempool_counters k = counters(p);
+    assert_int_equal(k.host_syncs, 1);
+    assert_int_equal(k.pending_frees, 0);
+    assert_int_equal(grt_malloc_async(p, 4096, c, &z), GRT_OK);
+    assert_int_equal(z, x); /* back in the allocator: best fit, lowest address */
+    assert_int_equal(counters(p).edges_inserted, 0);
+    assert_int_equal(grt_free_async(p, y, c), GRT_OK);
+    assert_int_equal(grt_free_async(p, z, c), GRT_OK);
+    teardown(exec, p, a, c);
+  }
 }
 
-/* Internal dependencies: on OOM the pool waits on the freeing stream; without
- * any policy the last resort is a host sync of the pending frees. */
+/* The pool cannot grow: INTERNAL_DEPS waits on the freeing stream and reuses
+ * its free; without it the call fails with OOM at once — the host does not
+ * wait for the pending free, nothing changes, no time passes. */
 static void test_oom_paths(void **state) {
   for (unsigned reuse = 0; reuse <= GRT_REUSE_INTERNAL_DEPS; reuse += GRT_REUSE_INTERNAL_DEPS) {
     grt_exec *exec = exec_cap(clock_of(state), 24 * GRT_MiB);
@@ -163,45 +193,63 @@ static void test_oom_paths(void **state) {
     grt_stream *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
     order_log log = {0};
     log_arg l1 = {&log, 1}, l2 = {&log, 2};
-    grt_devptr x, y;
+    grt_devptr x, y = 0;
     assert_int_equal(grt_malloc_async(p, 15 * GRT_MiB, a, &x), GRT_OK);
+    grt_user_event *u = gate(exec, a);
     launch_logged(a, &l1, 200000);
     assert_int_equal(grt_free_async(p, x, a), GRT_OK);
-    assert_int_equal(grt_malloc_async(p, 15 * GRT_MiB, c, &y), GRT_OK);
-    assert_int_equal(y, x);
-    launch_logged(c, &l2, 1000);
-    assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
-    assert_true(log_pos(&log, 1) < log_pos(&log, 2));
+    uint64_t t0, t1;
+    assert_int_equal(grt_exec_now_ns(exec, &t0), GRT_OK);
+    assert_int_equal(grt_malloc_async(p, 15 * GRT_MiB, c, &y), reuse ? GRT_OK : GRT_ERR_OOM);
+    assert_int_equal(grt_exec_now_ns(exec, &t1), GRT_OK);
+    if (clock_of(state) == GRT_CLOCK_VIRTUAL) assert_int_equal(t1, t0);
     grt_mempool_counters k = counters(p);
+    assert_int_equal(k.host_syncs, 0);
     if (reuse) {
+      assert_int_equal(y, x);
+      launch_logged(c, &l2, 1000);
       assert_int_equal(k.reuse_internal_dep, 1);
       assert_int_equal(k.edges_inserted, 1);
+      assert_int_equal(k.mallocs, 2);
+      assert_int_equal(k.pending_frees, 0);
     } else {
-      assert_int_equal(k.host_syncs, 1);
       assert_int_equal(k.edges_inserted, 0);
+      assert_int_equal(k.mallocs, 1);
+      assert_int_equal(k.pending_frees, 1);
+      assert_int_equal(log.n, 0); /* the free's stream did not move */
     }
-    assert_int_equal(grt_malloc_async(p, 15 * GRT_MiB, c, &x), GRT_ERR_OOM);
-    assert_int_equal(grt_free_async(p, y, c), GRT_OK);
+    open_gate(u);
+    assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
+    if (reuse) assert_true(log_pos(&log, 1) < log_pos(&log, 2));
+    assert_int_equal(grt_malloc_async(p, 15 * GRT_MiB, c, &x), reuse ? GRT_ERR_OOM : GRT_OK);
+    assert_int_equal(grt_free_async(p, reuse ? y : x, c), GRT_OK);
+    assert_int_equal(grt_user_event_destroy(u), GRT_OK);
     teardown(exec, p, a, c);
   }
 }
 
-/* Per-stream pools: blocks never cross streams. */
+/* Per-stream pools: blocks never cross streams, parked or handed back (the
+ * threshold keeps the segments cached across the sync point). */
 static void test_per_stream(void **state) {
   grt_exec *exec = make_exec(clock_of(state), 0);
   grt_mempool *p = make_pool(exec, "caching", GRT_REUSE_ALL, 1);
   grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A");
   grt_stream *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
-  grt_devptr x, y, z;
+  grt_devptr x, y, w, z;
+  assert_int_equal(grt_mempool_set_release_threshold(p, UINT64_MAX), GRT_OK);
   assert_int_equal(grt_malloc_async(p, 4096, a, &x), GRT_OK);
   assert_int_equal(grt_free_async(p, x, a), GRT_OK);
-  assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
   assert_int_equal(grt_malloc_async(p, 4096, c, &y), GRT_OK);
   assert_int_not_equal(y, x);
   assert_int_equal(counters(p).reuses_deferred, 1);
+  assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
+  assert_int_equal(counters(p).pending_frees, 0);
+  assert_int_equal(grt_malloc_async(p, 4096, c, &w), GRT_OK);
+  assert_int_not_equal(w, x); /* in A's bins of the allocator */
   assert_int_equal(grt_malloc_async(p, 4096, a, &z), GRT_OK);
   assert_int_equal(z, x);
   assert_int_equal(grt_free_async(p, y, c), GRT_OK);
+  assert_int_equal(grt_free_async(p, w, c), GRT_OK);
   assert_int_equal(grt_free_async(p, z, a), GRT_OK);
   teardown(exec, p, a, c);
 }
@@ -236,7 +284,8 @@ static void test_record_stream(void **state) {
   teardown(exec, p, a, c);
 }
 
-/* Release threshold at sync points, trim_to, reserved/used current/high. */
+/* Release threshold at sync points, trim_to (it succeeds with a free pending,
+ * keeping that memory), reserved/used current/high. */
 static void test_threshold_trim(void **state) {
   static const char *policies[] = {"caching", "async"};
   for (int k = 0; k < 2; k++) {
@@ -253,7 +302,9 @@ static void test_threshold_trim(void **state) {
     grt_user_event *u = gate(exec, a);
     busy(a, 100000);
     assert_int_equal(grt_free_async(p, x, a), GRT_OK);
-    assert_int_equal(grt_mempool_trim_to(p, 0), GRT_ERR_BUSY); /* the free is not reached yet */
+    assert_int_equal(grt_mempool_trim_to(p, 0), GRT_OK); /* the free is not reached yet: its memory stays */
+    assert_int_equal(grt_mempool_get_attrs(p, &at), GRT_OK);
+    assert_int_equal(at.reserved_mem_current, reserved);
     open_gate(u);
     assert_int_equal(grt_mempool_get_attrs(p, &at), GRT_OK);
     assert_int_equal(at.reserved_mem_current, reserved);

@@ -19,10 +19,11 @@
  *                    stream) with K buffers in flight.
  *
  * Lifetime model: a free_async is a position in its stream. The block is
- * reusable at once on the same stream; on another stream only after an edge
- * orders the new use after the free (the pool inserts the stream wait itself),
- * after a host synchronization through the pool that covered the free, or when
- * a reuse policy allows it (see GRT_REUSE_*).
+ * reusable at once on the same stream; on another stream when a reuse policy
+ * allows it (see GRT_REUSE_*), or after a host synchronization that covered
+ * the free (any grt_stream/event/exec synchronize: the pool observes them all).
+ * malloc_async never blocks the host: when no policy allows a reuse and the
+ * pool cannot grow, it fails with GRT_ERR_OOM (cudaMallocAsync).
  *
  * Sanitizer: vector clocks per stream (PyTorch's CUDA sanitizer design). Only
  * work issued through grt_sorder_* (and the pools' own frees and edges) is
@@ -33,7 +34,10 @@
  * mirrors, so clock order = issue order) and a leaf mutex for its report list
  * (kernel bodies add poison reports). A grt_mempool has one mutex guarding its
  * block lists and counters; lock order: mempool, then sorder, then the
- * allocator, then the exec. Kernel bodies must not call the pools.
+ * allocator, then the exec. Kernel bodies must not call the pools. A pool
+ * learns of the exec's synchronizations on the synchronizing thread, after the
+ * sync returned; one made inside a pool call (the allocator's own) is not a
+ * sync point for any pool.
  */
 #ifndef GPURT_SORDER_H
 #define GPURT_SORDER_H
@@ -134,9 +138,10 @@ GRT_API const char *grt_sorder_report_kind_name(grt_sorder_report_kind k);
 typedef struct grt_mempool grt_mempool;
 
 /* cudaMemPoolReuse* flags (CUDA enables all three by default). */
-#define GRT_REUSE_FOLLOW_EVENT_DEPS 1u /* reuse another stream's free by inserting a wait on its event */
+#define GRT_REUSE_FOLLOW_EVENT_DEPS 1u /* reuse another stream's free when the allocating stream already waits
+                                          for it (an event edge, the legacy stream); inserts no wait */
 #define GRT_REUSE_OPPORTUNISTIC 2u     /* reuse a free the device already passed, no edge (timing-dependent) */
-#define GRT_REUSE_INTERNAL_DEPS 4u     /* on OOM, wait on a freeing stream and reuse its free */
+#define GRT_REUSE_INTERNAL_DEPS 4u     /* when the pool cannot grow: insert a wait on the freeing stream */
 #define GRT_REUSE_ALL 7u
 
 typedef struct grt_mempool_config {
@@ -155,9 +160,11 @@ GRT_API GRT_MUST_CHECK grt_status grt_mempool_create(const grt_mempool_config *c
  * (nothing changes) while allocations are live. NULL: no-op. */
 GRT_API GRT_MUST_CHECK grt_status grt_mempool_destroy(grt_mempool *pool);
 
-/* cudaMallocAsync: size bytes for use on s, in s's order. GRT_ERR_SIZE for 0,
- * GRT_ERR_OOM when nothing can supply it after every policy was tried,
- * GRT_ERR_DESTROYED for a destroyed stream. */
+/* cudaMallocAsync: size bytes for use on s, in s's order. Never blocks the
+ * host and never moves the virtual clock. GRT_ERR_SIZE for 0, GRT_ERR_OOM when
+ * no reuse policy allows a free and the device cannot supply it (pending frees
+ * are not waited for), GRT_ERR_DESTROYED for a destroyed stream, the exec's
+ * sticky error, GRT_ERR_NOMEM (host memory); nothing changes on error. */
 GRT_API GRT_MUST_CHECK grt_status grt_malloc_async(grt_mempool *pool, uint64_t size, grt_stream *s, grt_devptr *out);
 /* cudaFreeAsync: ptr is free from s's current position on. GRT_ERR_DOUBLE_FREE
  * for a block already freed, GRT_ERR_UNKNOWN_POINTER for a pointer of another
@@ -177,39 +184,63 @@ GRT_API GRT_MUST_CHECK grt_status grt_mempool_malloc(grt_mempool *pool, uint64_t
 GRT_API GRT_MUST_CHECK grt_status grt_mempool_record_stream(grt_mempool *pool, grt_devptr ptr, grt_stream *s);
 GRT_API GRT_MUST_CHECK grt_status grt_mempool_free(grt_mempool *pool, grt_devptr ptr);
 
-/* Host synchronization points: synchronize s (or the device), make every free
- * they covered reusable by any stream without an edge, then release cached
- * memory above the release threshold. */
+/* Host synchronization points: synchronize s (or the device). What every
+ * synchronization of the exec does for the pool (also a plain
+ * grt_stream_synchronize, grt_event_synchronize, grt_exec_synchronize): the
+ * completed frees it covered (those on the stream, on the event's stream, or
+ * all) become reusable by any stream without an edge, then cached memory above
+ * the release threshold is released. These two also return that release's
+ * status. */
 GRT_API GRT_MUST_CHECK grt_status grt_mempool_stream_synchronize(grt_mempool *pool, grt_stream *s);
 GRT_API GRT_MUST_CHECK grt_status grt_mempool_synchronize(grt_mempool *pool);
 
 /* cudaMemPoolAttrReleaseThreshold. */
 GRT_API GRT_MUST_CHECK grt_status grt_mempool_set_release_threshold(grt_mempool *pool, uint64_t bytes);
 /* cudaMemPoolTrimTo: releases cached memory until reserved <= bytes or nothing
- * more can go. Frees whose stream position is not yet reached cannot be
- * released: while any is pending, GRT_ERR_BUSY and nothing changes (synchronize
- * first). "caching" releases whole free segments (PyTorch's empty_cache
- * granularity); "async" releases down to the target. */
+ * more can go, and succeeds. Memory behind frees the host has not seen
+ * complete stays (it counts as outstanding, as CUDA allows), except under
+ * OPPORTUNISTIC, where a free the device passed is handed back first. Never
+ * blocks and never moves the virtual clock. "caching" releases whole free
+ * segments (PyTorch's empty_cache granularity); "async" releases down to the
+ * target. */
 GRT_API GRT_MUST_CHECK grt_status grt_mempool_trim_to(grt_mempool *pool, uint64_t bytes);
 
 typedef struct grt_mempool_attrs {
   uint64_t release_threshold;
   uint64_t reserved_mem_current, reserved_mem_high; /* bytes held from the device */
   uint64_t used_mem_current, used_mem_high;         /* bytes in live allocations (not freed blocks) */
+  unsigned reuse;                                   /* GRT_REUSE_* in force */
 } grt_mempool_attrs;
 GRT_API GRT_MUST_CHECK grt_status grt_mempool_get_attrs(grt_mempool *pool, grt_mempool_attrs *out);
-/* cudaMemPoolAttrReservedMemHigh / UsedMemHigh reset: high := current. */
+/* Both high watermarks reset: high := current. */
 GRT_API GRT_MUST_CHECK grt_status grt_mempool_reset_high(grt_mempool *pool);
+
+/* cudaMemPoolAttr, one at a time (CUDA's numbering). */
+typedef enum grt_mempool_attr {
+  GRT_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPS = 1,    /* 0 or 1 */
+  GRT_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2,  /* 0 or 1 */
+  GRT_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPS = 3,  /* 0 or 1 */
+  GRT_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,          /* bytes */
+  GRT_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,       /* read only */
+  GRT_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,          /* set to 0 only: high := current */
+  GRT_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,           /* read only */
+  GRT_MEMPOOL_ATTR_USED_MEM_HIGH = 8,              /* set to 0 only: high := current */
+} grt_mempool_attr;
+/* GRT_ERR_INVALID_ARG (nothing changes) for an unknown attribute, a read-only
+ * one, a high watermark set to non-zero, or a policy flag not 0 or 1.
+ * Resetting RESERVED_MEM_HIGH resets the underlying allocator's peaks too. */
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_set_attribute(grt_mempool *pool, grt_mempool_attr attr, uint64_t value);
+GRT_API GRT_MUST_CHECK grt_status grt_mempool_get_attribute(grt_mempool *pool, grt_mempool_attr attr, uint64_t *value);
 
 typedef struct grt_mempool_counters {
   uint64_t mallocs, frees;       /* malloc_async / free_async calls that succeeded */
   uint64_t reuse_same_stream;    /* a free reused on its own stream (no edge needed) */
-  uint64_t reuse_event_dep;      /* another stream's free reused after inserting a wait */
+  uint64_t reuse_event_dep;      /* another stream's free reused: the allocating stream already waited for it */
   uint64_t reuse_opportunistic;  /* another stream's free reused because the device passed it */
-  uint64_t reuse_internal_dep;   /* on OOM: another stream's free reused after inserting a wait */
-  uint64_t edges_inserted;       /* stream waits the pool inserted */
-  uint64_t host_syncs;           /* host synchronizations that made frees reusable (sync points, OOM) */
-  uint64_t reuses_deferred;      /* a fitting free of another stream was passed over (policy or per-stream) */
+  uint64_t reuse_internal_dep;   /* the pool could not grow: another stream's free reused after a wait */
+  uint64_t edges_inserted;       /* stream waits the pool inserted (INTERNAL_DEPS only) */
+  uint64_t host_syncs;           /* synchronizations of the exec the pool observed */
+  uint64_t reuses_deferred;      /* mallocs that passed over a fitting free of another stream */
   uint64_t released_to_allocator; /* freed blocks handed back to the underlying allocator */
   uint64_t pending_frees;        /* frees not yet handed back (current) */
   uint64_t device_mallocs;       /* the allocator's device mallocs so far */

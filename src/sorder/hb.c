@@ -220,7 +220,7 @@ void grt__hb_access(grt_sorder *so, int i, const grt__hb_ref *r, grt_devptr ptr,
   const grt__hb_clock *c = &so->streams[i].vc;
   if (b->freed && (k == GRT__HB_READ || k == GRT__HB_WRITE || k == GRT__HB_FREE)) {
     grt__so_report(so, GRT_SORDER_USE_AFTER_FREE, ptr, r, &b->last_write);
-  } else if (b->has_write && !ordered(c, i, &b->last_write)) {
+  } else if (b->has_write && !(k == GRT__HB_ALLOC && b->free_done) && !ordered(c, i, &b->last_write)) {
     grt__so_report(so, GRT_SORDER_RACE, ptr, r, &b->last_write);
   }
   if (k != GRT__HB_READ) {
@@ -233,7 +233,13 @@ void grt__hb_access(grt_sorder *so, int i, const grt__hb_ref *r, grt_devptr ptr,
     b->has_write = true;
     b->last_write = *r;
     b->freed = k == GRT__HB_FREE;
+    b->free_done = false;
   } else {
     add_read(b, r);
   }
+}
+
+void grt__hb_free_done(grt_sorder *so, grt_devptr ptr) {
+  grt__hb_buffer *b = grt__u64map_get(&so->buffers, ptr);
+  if (b && b->freed) b->free_done = true;
 }

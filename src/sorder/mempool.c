@@ -3,17 +3,25 @@
  *
  * A block the user frees with free_async stays allocated in the underlying
  * allocator and is "parked" with (freeing stream, event recorded at the free
- * point). A parked block can be handed out again only in stream order:
- *   - on its freeing stream at once (FIFO order covers it);
- *   - on another stream, by policy: OPPORTUNISTIC when its event already
- *     completed (the host learns it through the query), FOLLOW_EVENT_DEPS by
- *     making the new stream wait for the event (an edge the pool inserts);
- *     INTERNAL_DEPS only when the allocator is out of memory.
- * A parked block goes back to the allocator (where any stream may take it)
- * only when the free is known complete: after a host synchronization through
- * the pool, or — with OPPORTUNISTIC — when its event query says done. The
- * last resort on OOM synchronizes every parked free and retries (PyTorch's
- * flush-and-retry), counted as a host sync.
+ * point). malloc_async(size, s) takes, in order (CUDA C++ Programming Guide,
+ * "Stream Ordered Memory Allocator", reuse policies; CUDA Runtime API,
+ * cudaMemPoolAttr):
+ *   1. a parked block freed on s itself: stream order covers it;
+ *   2. a parked block of another stream that a policy allows: FOLLOW_EVENT_DEPS
+ *      when s's next work already waits for the free (the program's event
+ *      edges, the legacy stream's implicit ones; the pool inserts nothing),
+ *      OPPORTUNISTIC when the device already passed the free;
+ *   3. the allocator (under OPPORTUNISTIC the passed frees go back to it first);
+ *   4. when the allocator cannot grow: 1 and 2 at any fitting size, then
+ *      INTERNAL_DEPS: another stream's pending free, after a wait the pool
+ *      inserts on s; else GRT_ERR_OOM. The host never waits for a free.
+ * Steps 1 and 2 first take the best fit no larger than twice the rounded size
+ * (no gross waste). Asking whether a free completed or whether s waits for it
+ * (exec/observe.h) starts no work and moves neither clock.
+ *
+ * A parked block goes back to the allocator (where any stream may take it
+ * without an edge) only when its free is known complete: at a sync point
+ * that covered it (mempool_sync.c), or under OPPORTUNISTIC.
  *
  * Shared pool: every stream-ordered allocation is made in the allocator under
  * one stream id, so freed memory merges and serves every stream. Per-stream
@@ -22,50 +30,23 @@
  *
  * Invariants: `blocks` maps every block handed out by malloc_async and not yet
  * returned to the allocator (live or parked); parked blocks are exactly those
- * on the park list, each with an event; used = sum of live block sizes.
+ * on the park list, each with an event; used = sum of live block sizes; the
+ * scratch arrays hold at least n_parked entries.
  * Locking: pool->lock guards all of it; exec and sorder calls are made under
  * it (lock order: pool, sorder, allocator, exec). Thread-agnostic below: the
  * allocator sees only stream ids.
  */
 #include <assert.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/status.h"
-#include "base/u64map.h"
 #include "gpurt/policy.h"
 #include "sorder/sorder_impl.h"
 
 #define POOL_SID (UINT64_MAX - 1) /* the one stream id of the shared pool in the allocator */
 
-typedef struct mp_block {
-  grt_devptr ptr;
-  uint64_t size;      /* the block's size in the allocator */
-  grt_stream_id sid;  /* live: allocating stream; parked: freeing stream */
-  grt_event *ev;      /* parked: the free point */
-  struct mp_block *prev, *next;
-  bool parked;
-} mp_block;
-
-struct grt_mempool {
-  grt_mempool_config cfg;
-  grt_exec *exec;
-  grt_sorder *so;
-  grt_allocator *a;
-  bool is_async;
-  grt_alloc_config acfg;
-  grt_stream_ops ops;
-  pthread_mutex_t lock;
-  grt__u64map blocks; /* ptr -> mp_block */
-  grt__u64map torch;  /* PyTorch path: ptr -> size (live) */
-  mp_block *park_head, *park_tail;
-  size_t n_parked, n_live;
-  grt_event **spare;
-  size_t n_spare, cap_spare;
-  grt_mempool_counters c;
-  uint64_t used, used_high;
-};
+typedef enum mp_how { MP_NEW, MP_SAME, MP_EVENT_DEP, MP_OPPORTUNISTIC, MP_INTERNAL } mp_how;
 
 void grt_mempool_config_default(grt_mempool_config *cfg) {
   if (!cfg) return;
@@ -75,6 +56,29 @@ void grt_mempool_config_default(grt_mempool_config *cfg) {
 }
 
 /* ---- create / destroy ---- */
+
+/* The allocator's record_stream completions: asked inside pool calls, so the
+ * question must not move the virtual clock either. A failed query says done,
+ * as the exec's own does (a deferred free never waits for ever). */
+static int aops_query(void *ctx, uint64_t event) {
+  (void)ctx;
+  grt_event *ev = (grt_event *)(uintptr_t)event;
+  grt__order o;
+  return grt__events_order(NULL, &ev, 1, &o) != GRT_OK || o == GRT__ORDER_COMPLETE;
+}
+
+static grt_status make_allocator(grt_mempool *p, const grt_mempool_config *cfg, const char *policy) {
+  grt_device *dev;
+  grt_status st = grt_exec_stream_ops(cfg->exec, &p->ops);
+  if (!st) st = grt_exec_get_device(cfg->exec, &dev);
+  if (st) return st;
+  p->aops = p->ops;
+  p->aops.event_query = aops_query;
+  p->acfg.stream_ops = &p->aops; /* the exec's events serve record_stream */
+  st = grt_alloc_create(policy, dev, &p->acfg, &p->a);
+  if (!st && p->is_async) st = grt_alloc_set(p->a, "release_threshold", cfg->release_threshold);
+  return st;
+}
 
 grt_status grt_mempool_create(const grt_mempool_config *cfg, grt_mempool **out) {
   if (!out) return GRT_ERR_INVALID_ARG;
@@ -90,25 +94,21 @@ grt_status grt_mempool_create(const grt_mempool_config *cfg, grt_mempool **out) 
   p->is_async = !strcmp(policy, "async");
   if (cfg->alloc) p->acfg = *cfg->alloc;
   else grt_alloc_config_default(&p->acfg);
-  p->acfg.stream_ops = &p->ops; /* the exec's events serve record_stream */
-  grt_device *dev;
-  grt_status st = grt_exec_stream_ops(cfg->exec, &p->ops);
-  if (!st) st = grt_exec_get_device(cfg->exec, &dev);
-  if (!st && cfg->sorder) st = grt__sorder_attach(cfg->sorder, cfg->exec);
-  if (!st) {
-    p->so = cfg->sorder;
-    st = grt_alloc_create(policy, dev, &p->acfg, &p->a);
-  }
-  if (!st && p->is_async) st = grt_alloc_set(p->a, "release_threshold", cfg->release_threshold);
-  if (st) {
-    if (p->so) grt__sorder_detach(p->so); /* attached above: every later failure detaches */
-    grt__keep_first(&st, grt_alloc_destroy(p->a));
-    free(p);
-    return st;
-  }
   pthread_mutex_init(&p->lock, NULL);
   grt__u64map_init(&p->blocks);
   grt__u64map_init(&p->torch);
+  grt_status st = cfg->sorder ? grt__sorder_attach(cfg->sorder, cfg->exec) : GRT_OK;
+  if (!st) p->so = cfg->sorder;
+  if (!st) st = make_allocator(p, cfg, policy);
+  /* Last: once registered, the pool sees every sync point of the exec. */
+  if (!st) st = grt__exec_observe(p->exec, grt__mp_on_sync, p);
+  if (st) {
+    if (p->so) grt__sorder_detach(p->so);
+    grt__keep_first(&st, grt_alloc_destroy(p->a));
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+    return st;
+  }
   *out = p;
   return GRT_OK;
 }
@@ -145,7 +145,7 @@ static grt_status ev_get(grt_mempool *p, grt_event **out) {
   return st;
 }
 
-static void unpark(grt_mempool *p, mp_block *b) {
+static void unpark(grt_mempool *p, grt__mp_block *b) {
   if (b->prev) b->prev->next = b->next;
   else p->park_head = b->next;
   if (b->next) b->next->prev = b->prev;
@@ -157,45 +157,51 @@ static void unpark(grt_mempool *p, mp_block *b) {
   p->n_parked--;
 }
 
-/* Hands a parked block back to the allocator. */
-static void release(grt_mempool *p, mp_block *b) {
+/* Hands a parked block whose free completed back to the allocator. */
+static void release(grt_mempool *p, grt__mp_block *b) {
   if (grt_alloc_free(p->a, b->ptr)) return; /* cannot happen for a block we hold; keep it parked */
+  if (p->so) grt__sorder_free_done(p->so, b->ptr);
   unpark(p, b);
   grt__u64map_del(&p->blocks, b->ptr);
   free(b);
   p->c.released_to_allocator++;
 }
 
-static grt_status query(grt_mempool *p, grt_event *ev) {
-  return p->so ? grt_sorder_event_query(p->so, ev) : grt_event_query(ev);
-}
-
-/* Releases every parked block whose free completed (of stream sid, or all when all). */
-static void release_completed(grt_mempool *p, bool all, grt_stream_id sid) {
-  for (mp_block *b = p->park_head, *n; b; b = n) {
-    n = b->next;
-    if ((all || b->sid == sid) && query(p, b->ev) == GRT_OK) release(p, b);
-  }
+grt_status grt__mp_release_completed(grt_mempool *p, bool all, grt_stream_id sid) {
+  size_t n = 0;
+  for (grt__mp_block *b = p->park_head; b; b = b->next)
+    if (all || b->sid == sid) {
+      p->cand[n] = b;
+      p->cand_ev[n++] = b->ev;
+    }
+  grt_status st = n ? grt__events_order(NULL, p->cand_ev, n, p->cand_order) : GRT_OK;
+  for (size_t i = 0; i < n && !st; i++)
+    if (p->cand_order[i] == GRT__ORDER_COMPLETE) release(p, p->cand[i]);
+  return st;
 }
 
 grt_status grt_mempool_destroy(grt_mempool *p) {
   if (!p) return GRT_OK;
-  pthread_mutex_lock(&p->lock);
-  if (p->n_live || p->torch.count) {
-    pthread_mutex_unlock(&p->lock);
-    return GRT_ERR_BUSY;
-  }
+  grt__mp_lock(p);
+  bool busy = p->n_live || p->torch.count;
+  grt__mp_unlock(p);
+  if (busy) return GRT_ERR_BUSY;
+  /* No sync point reaches the pool after this returns. */
+  grt_status st = grt__exec_unobserve(p->exec, grt__mp_on_sync, p);
+  grt__mp_lock(p);
   /* A failed sync (a sticky exec error) still releases: the pool is going away. */
-  grt_status st = GRT_OK;
   while (p->park_head) {
     grt__keep_first(&st, grt_event_synchronize(p->park_head->ev));
-    mp_block *b = p->park_head;
+    grt__mp_block *b = p->park_head;
     release(p, b);
     if (p->park_head == b) break; /* the allocator refused: give up on it */
   }
-  pthread_mutex_unlock(&p->lock);
+  grt__mp_unlock(p);
   for (size_t i = 0; i < p->n_spare; i++) grt__keep_first(&st, grt_event_destroy(p->spare[i]));
   free(p->spare);
+  free(p->cand);
+  free(p->cand_ev);
+  free(p->cand_order);
   grt__keep_first(&st, grt_alloc_destroy(p->a));
   if (p->so) grt__sorder_detach(p->so);
   grt__u64map_free(&p->blocks);
@@ -211,15 +217,56 @@ static uint64_t round_req(const grt_mempool *p, uint64_t size) {
   return p->is_async ? (size + 511) & ~(uint64_t)511 : grt_alloc_round_size(&p->acfg, size);
 }
 
-/* Best-fitting parked block: same stream only (same = 1), other streams only
- * (same = 0). tight: at most twice the rounded size (no gross waste). */
-static mp_block *pick(grt_mempool *p, grt_stream_id sid, uint64_t rounded, int same, bool tight) {
-  mp_block *best = NULL;
-  for (mp_block *b = p->park_head; b; b = b->next) {
-    if ((b->sid == sid) != same || b->size < rounded || (tight && b->size > 2 * rounded)) continue;
-    if (!best || b->size < best->size) best = b; /* ties: the oldest free */
-  }
+static bool fits(const grt__mp_block *b, uint64_t rounded, bool tight) {
+  return b->size >= rounded && (!tight || b->size <= 2 * rounded);
+}
+
+/* Best-fitting parked block of stream sid (same) or of the other streams
+ * (!same); ties: the oldest free. */
+static grt__mp_block *pick(grt_mempool *p, grt_stream_id sid, uint64_t rounded, bool same, bool tight) {
+  grt__mp_block *best = NULL;
+  for (grt__mp_block *b = p->park_head; b; b = b->next)
+    if ((b->sid == sid) == same && fits(b, rounded, tight) && (!best || b->size < best->size)) best = b;
   return best;
+}
+
+/* The fitting frees of other streams, in park order, and how each stands
+ * to s's next work (ORDERED is asked only when FOLLOW_EVENT_DEPS may use it). */
+static grt_status others(grt_mempool *p, grt_stream *s, grt_stream_id sid, uint64_t rounded, bool tight, size_t *n) {
+  size_t k = 0;
+  for (grt__mp_block *b = p->park_head; b; b = b->next)
+    if (b->sid != sid && fits(b, rounded, tight)) {
+      p->cand[k] = b;
+      p->cand_ev[k++] = b->ev;
+    }
+  *n = k;
+  bool follow = p->cfg.reuse & GRT_REUSE_FOLLOW_EVENT_DEPS;
+  return k ? grt__events_order(follow ? s : NULL, p->cand_ev, k, p->cand_order) : GRT_OK;
+}
+
+/* The best fitting free of another stream that FOLLOW_EVENT_DEPS or
+ * OPPORTUNISTIC allows now; *passed when one fitted but none was allowed. */
+static grt_status reuse_other(grt_mempool *p, grt_stream *s, grt_stream_id sid, uint64_t rounded, bool tight,
+                              grt__mp_block **out, mp_how *how, bool *passed) {
+  if (p->cfg.per_stream) {
+    *passed |= pick(p, sid, rounded, false, tight) != NULL;
+    return GRT_OK;
+  }
+  size_t n, best = SIZE_MAX;
+  grt_status st = others(p, s, sid, rounded, tight, &n);
+  for (size_t i = 0; i < n && !st; i++) {
+    grt__order o = p->cand_order[i];
+    bool allowed = (o == GRT__ORDER_ORDERED && (p->cfg.reuse & GRT_REUSE_FOLLOW_EVENT_DEPS)) ||
+                   (o == GRT__ORDER_COMPLETE && (p->cfg.reuse & GRT_REUSE_OPPORTUNISTIC));
+    if (allowed && (best == SIZE_MAX || p->cand[i]->size < p->cand[best]->size)) best = i;
+  }
+  if (st) return st;
+  *passed |= n && best == SIZE_MAX;
+  if (best != SIZE_MAX) {
+    *out = p->cand[best];
+    *how = p->cand_order[best] == GRT__ORDER_ORDERED ? MP_EVENT_DEP : MP_OPPORTUNISTIC;
+  }
+  return GRT_OK;
 }
 
 static grt_status wait_edge(grt_mempool *p, grt_stream *s, grt_event *ev) {
@@ -228,58 +275,84 @@ static grt_status wait_edge(grt_mempool *p, grt_stream *s, grt_event *ev) {
   return st;
 }
 
-/* Host-synchronizes every parked free and hands them all back (the last resort). */
-static grt_status sync_release_all(grt_mempool *p) {
-  if (!p->park_head) return GRT_OK;
-  grt_status st = GRT_OK;
-  for (mp_block *b = p->park_head; b && !st; b = b->next)
-    st = p->so ? grt_sorder_event_synchronize(p->so, b->ev) : grt_event_synchronize(b->ev);
-  if (st) return st;
-  p->c.host_syncs++;
-  release_completed(p, true, 0);
+/* The pool cannot grow: another stream's pending free, after a wait on it. */
+static grt_status reuse_internal(grt_mempool *p, grt_stream *s, grt_stream_id sid, uint64_t rounded,
+                                 grt__mp_block **out, mp_how *how) {
+  if (!(p->cfg.reuse & GRT_REUSE_INTERNAL_DEPS) || p->cfg.per_stream) return GRT_OK;
+  grt__mp_block *b = pick(p, sid, rounded, false, false);
+  grt__order o = GRT__ORDER_UNORDERED;
+  grt_status st = b ? grt__events_order(NULL, &b->ev, 1, &o) : GRT_OK;
+  if (!st && b && o != GRT__ORDER_COMPLETE) st = wait_edge(p, s, b->ev);
+  if (!st && b) {
+    *out = b;
+    *how = MP_INTERNAL;
+  }
+  return st;
+}
+
+static grt_status on_oom(grt_mempool *p, grt_stream *s, grt_stream_id sid, uint64_t rounded, grt__mp_block **out,
+                         mp_how *how, bool *passed) {
+  if ((*out = pick(p, sid, rounded, true, false))) {
+    *how = MP_SAME;
+    return GRT_OK;
+  }
+  grt_status st = reuse_other(p, s, sid, rounded, false, out, how, passed);
+  if (!st && !*out) st = reuse_internal(p, s, sid, rounded, out, how);
+  return st ? st : *out ? GRT_OK : GRT_ERR_OOM;
+}
+
+/* A parked block by policy, else a new block from the allocator (*ptr). */
+static grt_status find_block(grt_mempool *p, grt_stream *s, grt_stream_id sid, uint64_t size, grt__mp_block **out,
+                             mp_how *how, bool *passed, grt_devptr *ptr) {
+  uint64_t rounded = round_req(p, size);
+  if ((*out = pick(p, sid, rounded, true, true))) {
+    *how = MP_SAME;
+    return GRT_OK;
+  }
+  grt_status st = reuse_other(p, s, sid, rounded, true, out, how, passed);
+  if (st || *out) return st;
+  /* The device passed these frees: the allocator may serve them to anyone. */
+  if (p->cfg.reuse & GRT_REUSE_OPPORTUNISTIC) grt__ignore(grt__mp_release_completed(p, true, 0)); /* best effort */
+  st = grt_alloc_malloc(p->a, size, p->cfg.per_stream ? sid : POOL_SID, ptr);
+  return st == GRT_ERR_OOM ? on_oom(p, s, sid, rounded, out, how, passed) : st;
+}
+
+/* The sanitizer learns of the allocation before the pool commits it, so that
+ * its failure leaves the pool as it was. */
+static grt_status adopt_new(grt_mempool *p, grt_stream *s, grt_devptr ptr, grt__mp_block **out) {
+  uint64_t bsize = 0, req;
+  grt__mp_block *b = calloc(1, sizeof *b);
+  grt_status st = !b ? GRT_ERR_NOMEM : grt_alloc_block_info(p->a, ptr, &bsize, &req);
+  if (!st && p->so) st = grt__sorder_alloc(p->so, ptr, bsize, s);
+  if (!st && !grt__u64map_put(&p->blocks, ptr, b)) st = GRT_ERR_NOMEM;
+  if (st) {
+    free(b);
+    grt_status fst = grt_alloc_free(p->a, ptr); /* the block just allocated: its free cannot fail */
+    assert(fst == GRT_OK);
+    (void)fst;
+    return st;
+  }
+  *b = (grt__mp_block){.ptr = ptr, .size = bsize};
+  *out = b;
   return GRT_OK;
 }
 
-/* A cross-stream reuse of a parked block by policy; NULL when none applies. */
-static mp_block *reuse_other(grt_mempool *p, grt_stream *s, grt_stream_id sid, uint64_t rounded, grt_status *st) {
-  mp_block *b = pick(p, sid, rounded, 0, true);
-  if (!b) return NULL;
-  if (p->cfg.per_stream) {
-    p->c.reuses_deferred++;
-    return NULL;
-  }
-  if ((p->cfg.reuse & GRT_REUSE_OPPORTUNISTIC) && query(p, b->ev) == GRT_OK) {
-    p->c.reuse_opportunistic++;
-    return b;
-  }
-  if (p->cfg.reuse & GRT_REUSE_FOLLOW_EVENT_DEPS) {
-    if ((*st = wait_edge(p, s, b->ev))) return NULL;
-    p->c.reuse_event_dep++;
-    return b;
-  }
-  p->c.reuses_deferred++;
-  return NULL;
+/* A reuse as the sanitizer sees it: the edge the program made, or a free the
+ * device passed, then the allocation. */
+static grt_status adopt_parked(grt_mempool *p, grt_stream *s, grt__mp_block *b, mp_how how) {
+  grt_status st = GRT_OK;
+  if (p->so && how == MP_EVENT_DEP) st = grt__sorder_ordered(p->so, s, b->ev);
+  if (p->so && how == MP_OPPORTUNISTIC) grt__sorder_free_done(p->so, b->ptr);
+  if (!st && p->so) st = grt__sorder_alloc(p->so, b->ptr, b->size, s);
+  if (!st) unpark(p, b);
+  return st;
 }
 
-static grt_status from_allocator(grt_mempool *p, uint64_t size, grt_stream *s, grt_stream_id sid, uint64_t rounded,
-                                 mp_block **reused, grt_devptr *ptr) {
-  grt_stream_id asid = p->cfg.per_stream ? sid : POOL_SID;
-  if (p->cfg.reuse & GRT_REUSE_OPPORTUNISTIC) release_completed(p, true, 0);
-  grt_status st = grt_alloc_malloc(p->a, size, asid, ptr);
-  if (st != GRT_ERR_OOM) return st;
-  if ((p->cfg.reuse & GRT_REUSE_INTERNAL_DEPS) && !p->cfg.per_stream) {
-    mp_block *b = pick(p, sid, rounded, 0, false);
-    if (b) {
-      grt_status w = wait_edge(p, s, b->ev);
-      if (w) return w;
-      p->c.reuse_internal_dep++;
-      *reused = b;
-      return GRT_OK;
-    }
-  }
-  if (!p->park_head) return st;
-  grt_status w = sync_release_all(p);
-  return w ? w : grt_alloc_malloc(p->a, size, asid, ptr);
+static void count_reuse(grt_mempool *p, mp_how how) {
+  if (how == MP_SAME) p->c.reuse_same_stream++;
+  else if (how == MP_EVENT_DEP) p->c.reuse_event_dep++;
+  else if (how == MP_OPPORTUNISTIC) p->c.reuse_opportunistic++;
+  else if (how == MP_INTERNAL) p->c.reuse_internal_dep++;
 }
 
 /* During stream capture, stream-ordered allocation becomes graph memory
@@ -296,34 +369,16 @@ grt_status grt_malloc_async(grt_mempool *p, uint64_t size, grt_stream *s, grt_de
   grt_stream_id sid;
   grt_status st = grt_stream_get_id(s, &sid);
   if (st) return st;
-  pthread_mutex_lock(&p->lock);
-  uint64_t rounded = round_req(p, size);
-  mp_block *b = pick(p, sid, rounded, 1, true);
-  if (b) p->c.reuse_same_stream++;
-  else b = reuse_other(p, s, sid, rounded, &st);
+  grt__mp_lock(p);
+  grt__mp_block *b = NULL;
+  mp_how how = MP_NEW;
+  bool passed = false;
   grt_devptr ptr = 0;
-  if (!b && !st) st = from_allocator(p, size, s, sid, rounded, &b, &ptr);
-  /* The sanitizer learns of the allocation before the pool commits it, so
-   * that its failure leaves the pool as it was. */
-  if (!st && !b) { /* a new block from the allocator */
-    uint64_t bsize = 0, req;
-    b = calloc(1, sizeof *b);
-    st = !b ? GRT_ERR_NOMEM : grt_alloc_block_info(p->a, ptr, &bsize, &req);
-    if (!st && p->so) st = grt__sorder_alloc(p->so, ptr, bsize, s);
-    if (!st && !grt__u64map_put(&p->blocks, ptr, b)) st = GRT_ERR_NOMEM;
-    if (st) {
-      free(b);
-      grt_status fst = grt_alloc_free(p->a, ptr); /* the block just allocated: its free cannot fail */
-      assert(fst == GRT_OK);
-      (void)fst;
-    } else {
-      *b = (mp_block){.ptr = ptr, .size = bsize};
-    }
-  } else if (!st) {
-    if (p->so) st = grt__sorder_alloc(p->so, b->ptr, b->size, s);
-    if (!st) unpark(p, b);
-  }
+  st = find_block(p, s, sid, size, &b, &how, &passed, &ptr);
+  if (!st) st = how == MP_NEW ? adopt_new(p, s, ptr, &b) : adopt_parked(p, s, b, how);
   if (!st) {
+    count_reuse(p, how);
+    p->c.reuses_deferred += passed && (how == MP_NEW || how == MP_SAME); /* no other stream's free was taken */
     b->sid = sid;
     p->n_live++;
     p->used += b->size;
@@ -331,18 +386,49 @@ grt_status grt_malloc_async(grt_mempool *p, uint64_t size, grt_stream *s, grt_de
     p->c.mallocs++;
     *out = b->ptr;
   }
-  pthread_mutex_unlock(&p->lock);
+  grt__mp_unlock(p);
   return st;
 }
 
 /* ---- free_async ---- */
 
-static grt_status live_block(grt_mempool *p, grt_devptr ptr, mp_block **out) {
-  mp_block *b = grt__u64map_get(&p->blocks, ptr);
+static grt_status live_block(grt_mempool *p, grt_devptr ptr, grt__mp_block **out) {
+  grt__mp_block *b = grt__u64map_get(&p->blocks, ptr);
   if (!b) return grt__u64map_get(&p->torch, ptr) ? GRT_ERR_INVALID_ARG : GRT_ERR_UNKNOWN_POINTER;
   if (b->parked) return GRT_ERR_DOUBLE_FREE;
   *out = b;
   return GRT_OK;
+}
+
+/* Room in the scratch arrays for n parked blocks; false: host memory ran out
+ * (arrays that grew keep their room; cap_cand says what all three hold). */
+static bool reserve_cand(grt_mempool *p, size_t n) {
+  if (n <= p->cap_cand) return true;
+  size_t cap = p->cap_cand ? p->cap_cand * 2 : 16;
+  while (cap < n) cap *= 2;
+  void *v = realloc(p->cand, cap * sizeof *p->cand);
+  if (v) p->cand = v;
+  void *e = v ? realloc(p->cand_ev, cap * sizeof *p->cand_ev) : NULL;
+  if (e) p->cand_ev = e;
+  void *o = e ? realloc(p->cand_order, cap * sizeof *p->cand_order) : NULL;
+  if (o) p->cand_order = o;
+  if (o) p->cap_cand = cap;
+  return o != NULL;
+}
+
+static void park(grt_mempool *p, grt__mp_block *b, grt_stream_id sid, grt_event *ev) {
+  b->parked = true;
+  b->sid = sid;
+  b->ev = ev;
+  b->prev = p->park_tail;
+  b->next = NULL;
+  if (p->park_tail) p->park_tail->next = b;
+  else p->park_head = b;
+  p->park_tail = b;
+  p->n_parked++;
+  p->n_live--;
+  p->used -= b->size;
+  p->c.frees++;
 }
 
 grt_status grt_free_async(grt_mempool *p, grt_devptr ptr, grt_stream *s) {
@@ -351,35 +437,23 @@ grt_status grt_free_async(grt_mempool *p, grt_devptr ptr, grt_stream *s) {
   grt_stream_id sid;
   grt_status st = grt_stream_get_id(s, &sid);
   if (st) return st;
-  pthread_mutex_lock(&p->lock);
-  mp_block *b = NULL;
+  grt__mp_lock(p);
+  grt__mp_block *b = NULL;
   grt_event *ev = NULL;
-  if (!(st = live_block(p, ptr, &b)) && !(st = ev_get(p, &ev))) {
+  if (!(st = live_block(p, ptr, &b)) && !(st = reserve_cand(p, p->n_parked + 1) ? GRT_OK : GRT_ERR_NOMEM) &&
+      !(st = ev_get(p, &ev))) {
     st = p->so ? grt__sorder_free_async(p->so, ptr, b->size, s, ev) : grt_event_record(ev, s);
     if (st) ev_put(p, ev);
   }
-  if (!st) {
-    b->parked = true;
-    b->sid = sid;
-    b->ev = ev;
-    b->prev = p->park_tail;
-    b->next = NULL;
-    if (p->park_tail) p->park_tail->next = b;
-    else p->park_head = b;
-    p->park_tail = b;
-    p->n_parked++;
-    p->n_live--;
-    p->used -= b->size;
-    p->c.frees++;
-  }
-  pthread_mutex_unlock(&p->lock);
+  if (!st) park(p, b, sid, ev);
+  grt__mp_unlock(p);
   return st;
 }
 
 grt_status grt_mempool_free_host_order(grt_mempool *p, grt_devptr ptr) {
   if (!p) return GRT_ERR_INVALID_ARG;
-  pthread_mutex_lock(&p->lock);
-  mp_block *b = NULL;
+  grt__mp_lock(p);
+  grt__mp_block *b = NULL;
   grt_status st = live_block(p, ptr, &b);
   if (!st && p->so) st = grt__sorder_free_host(p->so, ptr, b->size);
   if (!st) st = grt_alloc_free(p->a, ptr);
@@ -390,7 +464,7 @@ grt_status grt_mempool_free_host_order(grt_mempool *p, grt_devptr ptr) {
     p->c.frees++;
     free(b);
   }
-  pthread_mutex_unlock(&p->lock);
+  grt__mp_unlock(p);
   return st;
 }
 
@@ -402,7 +476,7 @@ grt_status grt_mempool_malloc(grt_mempool *p, uint64_t size, grt_stream *s, grt_
   grt_stream_id sid;
   grt_status st = grt_stream_get_id(s, &sid);
   if (st) return st;
-  pthread_mutex_lock(&p->lock);
+  grt__mp_lock(p);
   grt_devptr ptr;
   uint64_t bsize = 0, req;
   st = grt_alloc_malloc(p->a, size, sid, &ptr);
@@ -419,7 +493,7 @@ grt_status grt_mempool_malloc(grt_mempool *p, uint64_t size, grt_stream *s, grt_
     p->c.mallocs++;
     *out = ptr;
   }
-  pthread_mutex_unlock(&p->lock);
+  grt__mp_unlock(p);
   return st;
 }
 
@@ -429,16 +503,16 @@ grt_status grt_mempool_record_stream(grt_mempool *p, grt_devptr ptr, grt_stream 
   grt_stream_id sid;
   grt_status st = grt_stream_get_id(s, &sid);
   if (st) return st;
-  pthread_mutex_lock(&p->lock);
+  grt__mp_lock(p);
   st = grt__u64map_get(&p->torch, ptr) ? grt_alloc_record_stream(p->a, ptr, sid) : GRT_ERR_UNKNOWN_POINTER;
-  pthread_mutex_unlock(&p->lock);
+  grt__mp_unlock(p);
   return st;
 }
 
 grt_status grt_mempool_free(grt_mempool *p, grt_devptr ptr) {
   if (!p) return GRT_ERR_INVALID_ARG;
   if (p->is_async) return GRT_ERR_UNSUPPORTED;
-  pthread_mutex_lock(&p->lock);
+  grt__mp_lock(p);
   void *v = grt__u64map_get(&p->torch, ptr);
   grt_status st = v ? grt_alloc_free(p->a, ptr) : GRT_ERR_UNKNOWN_POINTER;
   if (!v && grt__u64map_get(&p->blocks, ptr)) st = GRT_ERR_INVALID_ARG; /* a stream-ordered block: free_async */
@@ -447,114 +521,6 @@ grt_status grt_mempool_free(grt_mempool *p, grt_devptr ptr) {
     p->used -= (uint64_t)(uintptr_t)v;
     p->c.frees++;
   }
-  pthread_mutex_unlock(&p->lock);
+  grt__mp_unlock(p);
   return st;
-}
-
-/* ---- sync points, release threshold, trim ---- */
-
-static uint64_t reserved_now(grt_mempool *p) {
-  grt_alloc_stats s;
-  return grt_alloc_get_stats(p->a, &s) ? 0 : (uint64_t)s.reserved_bytes[GRT_STAT_ALL].current;
-}
-
-/* Releases cached memory down to `bytes` (lock held, nothing parked in the way). */
-static grt_status shrink(grt_mempool *p, uint64_t bytes) {
-  if (reserved_now(p) <= bytes) return GRT_OK;
-  return p->is_async ? grt_alloc_async_trim_to(p->a, bytes) : grt_alloc_empty_cache(p->a);
-}
-
-static grt_status after_sync(grt_mempool *p, bool all, grt_stream_id sid) {
-  pthread_mutex_lock(&p->lock);
-  p->c.host_syncs++;
-  release_completed(p, all, sid);
-  grt_status st = shrink(p, p->cfg.release_threshold);
-  pthread_mutex_unlock(&p->lock);
-  return st;
-}
-
-grt_status grt_mempool_stream_synchronize(grt_mempool *p, grt_stream *s) {
-  if (!p || !s) return GRT_ERR_INVALID_ARG;
-  grt_stream_id sid;
-  grt_status st = grt_stream_get_id(s, &sid);
-  if (!st) st = p->so ? grt_sorder_stream_synchronize(p->so, s) : grt_stream_synchronize(s);
-  return st ? st : after_sync(p, false, sid);
-}
-
-grt_status grt_mempool_synchronize(grt_mempool *p) {
-  if (!p) return GRT_ERR_INVALID_ARG;
-  grt_status st = p->so ? grt_sorder_synchronize(p->so) : grt_exec_synchronize(p->exec);
-  return st ? st : after_sync(p, true, 0);
-}
-
-grt_status grt_mempool_set_release_threshold(grt_mempool *p, uint64_t bytes) {
-  if (!p) return GRT_ERR_INVALID_ARG;
-  pthread_mutex_lock(&p->lock);
-  grt_status st = p->is_async ? grt_alloc_set(p->a, "release_threshold", bytes) : GRT_OK;
-  if (!st) p->cfg.release_threshold = bytes;
-  pthread_mutex_unlock(&p->lock);
-  return st;
-}
-
-grt_status grt_mempool_trim_to(grt_mempool *p, uint64_t bytes) {
-  if (!p) return GRT_ERR_INVALID_ARG;
-  pthread_mutex_lock(&p->lock);
-  grt_status st = GRT_OK;
-  for (mp_block *b = p->park_head; b && !st; b = b->next)
-    if (grt_event_query(b->ev) != GRT_OK) st = GRT_ERR_BUSY; /* a free whose stream position is not reached */
-  if (!st) {
-    while (p->park_head) {
-      mp_block *b = p->park_head;
-      release(p, b);
-      if (p->park_head == b) break;
-    }
-    st = shrink(p, bytes);
-  }
-  pthread_mutex_unlock(&p->lock);
-  return st;
-}
-
-/* ---- figures ---- */
-
-grt_status grt_mempool_get_attrs(grt_mempool *p, grt_mempool_attrs *out) {
-  if (!p || !out) return GRT_ERR_INVALID_ARG;
-  grt_alloc_stats s;
-  pthread_mutex_lock(&p->lock);
-  grt_status st = grt_alloc_get_stats(p->a, &s);
-  if (!st) {
-    out->release_threshold = p->cfg.release_threshold;
-    out->reserved_mem_current = (uint64_t)s.reserved_bytes[GRT_STAT_ALL].current;
-    out->reserved_mem_high = (uint64_t)s.reserved_bytes[GRT_STAT_ALL].peak;
-    out->used_mem_current = p->used;
-    out->used_mem_high = p->used_high;
-  }
-  pthread_mutex_unlock(&p->lock);
-  return st;
-}
-
-grt_status grt_mempool_reset_high(grt_mempool *p) {
-  if (!p) return GRT_ERR_INVALID_ARG;
-  pthread_mutex_lock(&p->lock);
-  p->used_high = p->used;
-  grt_status st = grt_alloc_reset_peak_stats(p->a);
-  pthread_mutex_unlock(&p->lock);
-  return st;
-}
-
-grt_status grt_mempool_get_counters(grt_mempool *p, grt_mempool_counters *out) {
-  if (!p || !out) return GRT_ERR_INVALID_ARG;
-  grt_alloc_stats s;
-  pthread_mutex_lock(&p->lock);
-  grt_status st = grt_alloc_get_stats(p->a, &s);
-  *out = p->c;
-  out->pending_frees = p->n_parked;
-  out->device_mallocs = st ? 0 : s.num_device_alloc;
-  pthread_mutex_unlock(&p->lock);
-  return st;
-}
-
-grt_status grt_mempool_get_allocator(grt_mempool *p, grt_allocator **out) {
-  if (!p || !out) return GRT_ERR_INVALID_ARG;
-  *out = p->a;
-  return GRT_OK;
 }

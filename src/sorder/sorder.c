@@ -515,3 +515,19 @@ grt_status grt__sorder_alloc(grt_sorder *so, grt_devptr ptr, uint64_t bytes, grt
   pthread_mutex_unlock(&so->lock);
   return st;
 }
+
+grt_status grt__sorder_ordered(grt_sorder *so, grt_stream *s, grt_event *ev) {
+  if (!so->cfg.sanitize) return GRT_OK;
+  int i;
+  grt_status st = enter(so, s, &i);
+  if (st) return st;
+  st = grt__hb_wait(so, i, ev);
+  pthread_mutex_unlock(&so->lock);
+  return st;
+}
+
+void grt__sorder_free_done(grt_sorder *so, grt_devptr ptr) {
+  pthread_mutex_lock(&so->lock);
+  grt__hb_free_done(so, ptr);
+  pthread_mutex_unlock(&so->lock);
+}

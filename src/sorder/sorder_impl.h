@@ -22,6 +22,7 @@
 #include <stdbool.h>
 
 #include "base/u64map.h"
+#include "exec/observe.h"
 #include "gpurt/sorder.h"
 
 #define GRT__HB_HOST 0u
@@ -52,6 +53,7 @@ typedef struct grt__hb_buffer {
   grt_devptr ptr;
   uint64_t bytes;
   bool has_write, freed;
+  bool free_done;         /* freed, and the free seen complete: a reallocation is ordered after it */
   grt__hb_ref last_write; /* the free when freed */
   grt__hb_ref *reads;     /* at most one per stream */
   uint32_t n_reads, cap_reads;
@@ -110,6 +112,7 @@ grt_status grt__hb_clock_copy(grt__hb_clock *dst, const grt__hb_clock *src);
 grt_status grt__hb_join(grt__hb_clock *dst, const grt__hb_clock *src);
 void grt__hb_clock_free(grt__hb_clock *c);
 grt__hb_clock *grt__hb_event_clock(grt_sorder *so, grt_event *ev); /* NULL: never recorded through the context */
+void grt__hb_free_done(grt_sorder *so, grt_devptr ptr);
 
 /* sorder.c */
 void grt__so_report(grt_sorder *so, grt_sorder_report_kind kind, grt_devptr buf, const grt__hb_ref *access,
@@ -129,5 +132,61 @@ grt_status grt__sorder_alloc(grt_sorder *so, grt_devptr ptr, uint64_t bytes, grt
 
 /* Poison fill from the host with relaxed atomic stores (may race with device ops by design). */
 void grt__sorder_poison_fill(void *host, uint64_t bytes);
+/* The pool found s's next work ordered after ev (an edge the program made):
+ * s's clock joins ev's, as a wait through the front door would. */
+grt_status grt__sorder_ordered(grt_sorder *so, grt_stream *s, grt_event *ev);
+/* The pool saw the free of ptr complete: a reallocation on any stream comes
+ * after it (accesses through the old pointer are still uses after free). */
+void grt__sorder_free_done(grt_sorder *so, grt_devptr ptr);
+
+/* ---- the stream-ordered pool (mempool.c: blocks, malloc/free; mempool_sync.c:
+ * sync points, threshold, trim, attributes, figures) ---- */
+
+typedef struct grt__mp_block {
+  grt_devptr ptr;
+  uint64_t size;     /* the block's size in the allocator */
+  grt_stream_id sid; /* live: allocating stream; parked: freeing stream */
+  grt_event *ev;     /* parked: the free point */
+  struct grt__mp_block *prev, *next;
+  bool parked;
+} grt__mp_block;
+
+struct grt_mempool {
+  grt_mempool_config cfg; /* cfg.reuse and cfg.release_threshold change with the attributes */
+  grt_exec *exec;
+  grt_sorder *so;
+  grt_allocator *a;
+  bool is_async;
+  grt_alloc_config acfg;
+  grt_stream_ops ops;  /* the exec's */
+  grt_stream_ops aops; /* the allocator's: the exec's, with a query that moves nothing */
+  pthread_mutex_t lock;
+  grt__u64map blocks; /* ptr -> grt__mp_block (live or parked) */
+  grt__u64map torch;  /* PyTorch path: ptr -> size (live) */
+  grt__mp_block *park_head, *park_tail;
+  size_t n_parked, n_live;
+  grt_event **spare;
+  size_t n_spare, cap_spare;
+  /* scratch for one call, room for every parked block (reserved by free_async) */
+  grt__mp_block **cand;
+  grt_event **cand_ev;
+  grt__order *cand_order;
+  size_t cap_cand;
+  grt_mempool_counters c;
+  uint64_t used, used_high;
+};
+
+/* The pool's lock. Each thread counts the pool locks it holds, so that a
+ * synchronization made inside a pool call is not taken for a sync point
+ * (and no pool waits for a lock that thread holds). */
+void grt__mp_lock(grt_mempool *p);
+void grt__mp_unlock(grt_mempool *p);
+bool grt__mp_in_call(void);
+/* mempool.c, lock held: hands back the parked frees the device passed (of
+ * stream sid, or all), as the sync points and OPPORTUNISTIC do. */
+grt_status grt__mp_release_completed(grt_mempool *p, bool all, grt_stream_id sid);
+/* mempool_sync.c */
+void grt__mp_on_sync(void *ctx, const grt__sync_point *sp);
+grt_status grt__mp_shrink(grt_mempool *p, uint64_t bytes); /* lock held */
 
 #endif
