@@ -35,7 +35,9 @@
 
 #include "gpurt/replay.h"
 
-#define GRT_FUZZ_REPLAY_MAX_EVENTS 2048
+#ifndef GRT_FUZZ_REPLAY_MAX_EVENTS /* -D to trade depth for executions per second */
+#define GRT_FUZZ_REPLAY_MAX_EVENTS 256
+#endif
 
 #define GRT_FUZZ_FAIL(...)                                  \
   do {                                                      \
@@ -137,7 +139,7 @@ static inline void grt_fuzz_fidelity(const grt_trace *t) {
  * reserve 9/8 of the device and map it page by page when a request cannot
  * fit, so a snapshot with addresses 2^50 apart would cost minutes, not the
  * milliseconds of everything else here. */
-static inline int grt_fuzz_span_small(const grt_trace_info *info) {
+static inline int grt_fuzz_span_small(const grt_trace_info *info) { /* at most 256 MiB: a 1 GiB device */
   uint64_t lo = UINT64_MAX, hi = 0;
   for (size_t i = 0; i < info->n_segments; i++) {
     uint64_t a = info->segments[i].addr, n = info->segments[i].total_size;
@@ -151,7 +153,7 @@ static inline int grt_fuzz_span_small(const grt_trace_info *info) {
     if (e->addr < lo) lo = e->addr;
     if (e->size > UINT64_MAX - e->addr || e->addr + e->size > hi) hi = e->size > UINT64_MAX - e->addr ? UINT64_MAX : e->addr + e->size;
   }
-  return hi <= lo || hi - lo <= ((uint64_t)16 << 30);
+  return hi <= lo || hi - lo <= ((uint64_t)256 << 20);
 }
 
 /* The cheap policies besides caching (every one replays any trace). */
@@ -173,7 +175,7 @@ static inline void grt_fuzz_stream_replay(const unsigned char *data, size_t size
   grt_replay_config cfg;
   grt_replay_config_default(&cfg);
   cfg.policy = pick & 1 ? "caching" : grt_fuzz_policies[(pick >> 1) % GRT_FUZZ_N_POLICIES];
-  cfg.capacity = (uint64_t)64 << 20;
+  cfg.capacity = (uint64_t)16 << 20;
   grt_replay *r = NULL;
   grt_status st = grt_replay_create(&cfg, NULL, &r);
   if (st != GRT_OK) GRT_FUZZ_FAIL("stream: create: %s", grt_status_name(st));
@@ -189,8 +191,11 @@ static inline void grt_fuzz_stream_replay(const unsigned char *data, size_t size
 
 /* Replays a loaded trace; pick (a byte of the input) varies the second replay. */
 static inline void grt_fuzz_replay(const grt_trace *t, unsigned pick) {
-  /* 0: automatic (PyTorch: the recorded span; others would get 1 TiB, which 4 GiB stands for) */
-  static const uint64_t capacities[] = {(uint64_t)8 << 20, (uint64_t)64 << 20, (uint64_t)1 << 30, 0};
+  /* 0: automatic (PyTorch: the recorded span; others would get 1 TiB, which 64 MiB stands for).
+   * Small devices: with expandable segments an OOM maps every free 2 MiB
+   * page before it gives up, so a replay costs about capacity / 2 MiB device
+   * calls per OOM; the inputs' sizes are arbitrary, so most of them OOM. */
+  static const uint64_t capacities[] = {(uint64_t)4 << 20, (uint64_t)16 << 20, (uint64_t)64 << 20, 0};
   grt_trace_info info;
   if (grt_trace_get_info(t, &info) != GRT_OK) GRT_FUZZ_FAIL("info");
   grt_trace_recorded rec; /* what a snapshot itself shows (replay, doctor, diff print it) */
@@ -202,7 +207,7 @@ static inline void grt_fuzz_replay(const grt_trace *t, unsigned pick) {
   grt_replay_config cfg;
   grt_replay_config_default(&cfg);
   cfg.capacity = capacities[pick & 3];
-  if (!cfg.capacity && (!pytorch || !small)) cfg.capacity = (uint64_t)4 << 30;
+  if (!cfg.capacity && (!pytorch || !small)) cfg.capacity = (uint64_t)64 << 20;
   /* the recorded start needs room for the recorded segments: only on the automatic capacity */
   grt_fuzz_replay_one(t, &info, &cfg, pytorch && !cfg.capacity, "caching");
   if (pytorch && small && info.n_events) grt_fuzz_fidelity(t);
