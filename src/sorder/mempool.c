@@ -317,24 +317,36 @@ static grt_status find_block(grt_mempool *p, grt_stream *s, grt_stream_id sid, u
   return st == GRT_ERR_OOM ? on_oom(p, s, sid, rounded, out, how, passed) : st;
 }
 
+/* What a new block needs on the host, before anything changes: a failure
+ * after the allocator handed out memory would leave a segment cached. */
+static grt_status prepare_new(grt_mempool *p, grt_stream *s, grt__mp_block **fresh) {
+  *fresh = calloc(1, sizeof **fresh);
+  grt_status st = *fresh && grt__u64map_reserve(&p->blocks, 1) ? GRT_OK : GRT_ERR_NOMEM;
+  if (!st && p->so) st = grt__sorder_prepare(p->so, s);
+  if (st) {
+    free(*fresh);
+    *fresh = NULL;
+  }
+  return st;
+}
+
 /* The sanitizer learns of the allocation before the pool commits it, so that
  * its failure leaves the pool as it was. */
-static grt_status adopt_new(grt_mempool *p, grt_stream *s, grt_devptr ptr, grt__mp_block **out) {
+static grt_status adopt_new(grt_mempool *p, grt_stream *s, grt_devptr ptr, grt__mp_block *b) {
   uint64_t bsize = 0, req;
-  grt__mp_block *b = calloc(1, sizeof *b);
-  grt_status st = !b ? GRT_ERR_NOMEM : grt_alloc_block_info(p->a, ptr, &bsize, &req);
+  grt_status st = grt_alloc_block_info(p->a, ptr, &bsize, &req);
   if (!st && p->so) st = grt__sorder_alloc(p->so, ptr, bsize, s);
-  if (!st && !grt__u64map_put(&p->blocks, ptr, b)) st = GRT_ERR_NOMEM;
-  if (st) {
-    free(b);
-    grt_status fst = grt_alloc_free(p->a, ptr); /* the block just allocated: its free cannot fail */
-    assert(fst == GRT_OK);
-    (void)fst;
-    return st;
+  if (!st) {
+    bool put = grt__u64map_put(&p->blocks, ptr, b); /* reserved: cannot fail */
+    assert(put);
+    (void)put;
+    *b = (grt__mp_block){.ptr = ptr, .size = bsize};
+    return GRT_OK;
   }
-  *b = (grt__mp_block){.ptr = ptr, .size = bsize};
-  *out = b;
-  return GRT_OK;
+  grt_status fst = grt_alloc_free(p->a, ptr); /* the block just allocated: its free cannot fail */
+  assert(fst == GRT_OK);
+  (void)fst;
+  return st;
 }
 
 /* A reuse as the sanitizer sees it: the edge the program made, or a free the
@@ -370,12 +382,19 @@ grt_status grt_malloc_async(grt_mempool *p, uint64_t size, grt_stream *s, grt_de
   grt_status st = grt_stream_get_id(s, &sid);
   if (st) return st;
   grt__mp_lock(p);
-  grt__mp_block *b = NULL;
+  grt__mp_block *b = NULL, *fresh = NULL;
   mp_how how = MP_NEW;
   bool passed = false;
   grt_devptr ptr = 0;
-  st = find_block(p, s, sid, size, &b, &how, &passed, &ptr);
-  if (!st) st = how == MP_NEW ? adopt_new(p, s, ptr, &b) : adopt_parked(p, s, b, how);
+  st = prepare_new(p, s, &fresh);
+  if (!st) st = find_block(p, s, sid, size, &b, &how, &passed, &ptr);
+  if (!st && how == MP_NEW && !(st = adopt_new(p, s, ptr, fresh))) {
+    b = fresh;
+    fresh = NULL;
+  } else if (!st && how != MP_NEW) {
+    st = adopt_parked(p, s, b, how);
+  }
+  free(fresh);
   if (!st) {
     count_reuse(p, how);
     p->c.reuses_deferred += passed && (how == MP_NEW || how == MP_SAME); /* no other stream's free was taken */

@@ -503,6 +503,16 @@ grt_status grt__sorder_free_host(grt_sorder *so, grt_devptr ptr, uint64_t bytes)
   return st;
 }
 
+grt_status grt__sorder_prepare(grt_sorder *so, grt_stream *s) {
+  if (!so->cfg.sanitize) return GRT_OK;
+  int i;
+  grt_status st = enter(so, s, &i);
+  if (st) return st;
+  st = grt__hb_issue(so, i); /* the joins an op on s makes anyway: only knowledge it would gain */
+  pthread_mutex_unlock(&so->lock);
+  return st;
+}
+
 grt_status grt__sorder_alloc(grt_sorder *so, grt_devptr ptr, uint64_t bytes, grt_stream *s) {
   if (!so->cfg.sanitize) return GRT_OK;
   int i;

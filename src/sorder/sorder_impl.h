@@ -127,6 +127,9 @@ void grt__sorder_detach(grt_sorder *so);
 grt_status grt__sorder_free_async(grt_sorder *so, grt_devptr ptr, uint64_t bytes, grt_stream *s, grt_event *ev);
 /* Host-order free: the free is a host access; poison is written at once (debug). */
 grt_status grt__sorder_free_host(grt_sorder *so, grt_devptr ptr, uint64_t bytes);
+/* What a later grt__sorder_alloc on s needs in host memory (s's clock and the
+ * joins issuing makes), so that a pool can fail before it changes anything. */
+grt_status grt__sorder_prepare(grt_sorder *so, grt_stream *s);
 /* A (re)allocation on s: a write-like access that must come after the last free. */
 grt_status grt__sorder_alloc(grt_sorder *so, grt_devptr ptr, uint64_t bytes, grt_stream *s);
 
