@@ -6,6 +6,8 @@
 #ifndef GRT_TESTS_SORDER_POOL_FIXTURE_H
 #define GRT_TESTS_SORDER_POOL_FIXTURE_H
 
+#include <string.h>
+
 #include "gpurt/sorder.h"
 #include "test_exec_common.h"
 
@@ -73,12 +75,14 @@ static inline grt_event *edge(grt_exec *exec, grt_stream *from, grt_stream *to) 
 
 static inline grt_mempool_counters pool_counters(grt_mempool *p) {
   grt_mempool_counters c;
+  memset(&c, 0, sizeof c);
   assert_int_equal(grt_mempool_get_counters(p, &c), GRT_OK);
   return c;
 }
 
 static inline grt_mempool_attrs pool_attrs(grt_mempool *p) {
   grt_mempool_attrs a;
+  memset(&a, 0, sizeof a); /* the padding too: tests compare whole structs */
   assert_int_equal(grt_mempool_get_attrs(p, &a), GRT_OK);
   return a;
 }

@@ -7,7 +7,8 @@
  * notify) meanwhile without a lock cycle. Removal marks the node and waits
  * until its running calls ended (busy, an atomic count; each side writes its
  * flag before reading the other's, so either the walk sees the mark or the
- * remover sees the call); the last walker frees the marked nodes.
+ * remover sees the call); then the node is dead: the remover frees it when no
+ * walk is under way, else the last walker does.
  *
  * The order query walks back from the work s would run next through the
  * pending ops only: an op completes only after its stream predecessors and
@@ -28,6 +29,7 @@ struct grt__sync_obs {
   void *ctx;
   atomic_uint busy;    /* calls running now */
   atomic_bool removed; /* no further call may start */
+  bool dead;           /* removed and its calls ended: free to unlink (obs_lock) */
 };
 
 void grt__observers_init(grt_exec *exec) {
@@ -52,11 +54,12 @@ unsigned grt__observers_live(grt_exec *exec) {
   return n;
 }
 
-/* obs_lock held, no walker: frees the nodes removal marked. */
+/* obs_lock held, no walker: frees the dead nodes (a remover still waiting
+ * for its node's calls keeps it). */
 static void sweep(grt_exec *exec) {
   for (grt__sync_obs **pp = &exec->observers; *pp;) {
     grt__sync_obs *o = *pp;
-    if (!atomic_load(&o->removed)) {
+    if (!o->dead) {
       pp = &o->next;
       continue;
     }
@@ -86,14 +89,16 @@ grt_status grt__exec_unobserve(grt_exec *exec, grt__sync_fn fn, void *ctx) {
   pthread_mutex_lock(&exec->obs_lock);
   grt__sync_obs *o = exec->observers;
   while (o && (o->fn != fn || o->ctx != ctx || atomic_load(&o->removed))) o = o->next;
-  if (o) {
+  bool found = o != NULL;
+  if (found) {
     atomic_store(&o->removed, true);
     while (atomic_load(&o->busy)) pthread_cond_wait(&exec->obs_cv, &exec->obs_lock);
+    o->dead = true;
     exec->live_observers--;
-    if (!exec->obs_walkers) sweep(exec);
+    if (!exec->obs_walkers) sweep(exec); /* frees o */
   }
   pthread_mutex_unlock(&exec->obs_lock);
-  return o ? GRT_OK : GRT_ERR_NOT_FOUND;
+  return found ? GRT_OK : GRT_ERR_NOT_FOUND;
 }
 
 void grt__sync_notify(grt_exec *exec, grt__sync_kind kind, const grt_stream *s) {
