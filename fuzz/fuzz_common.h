@@ -70,9 +70,9 @@ static inline int grt_fuzz_one(const unsigned char *data, size_t size, grt_trace
     unsigned pick = size ? (unsigned)(data[size / 2] ^ data[size - 1]) : 0; /* a byte the mutations move */
     grt_fuzz_replay(t, pick);
     grt_trace_info info;
-    if (fmt == GRT_TRACE_FORMAT_NATIVE && grt_trace_get_info(t, &info) == GRT_OK &&
+    if ((fmt == GRT_TRACE_FORMAT_NATIVE || fmt == GRT_TRACE_FORMAT_RMM) && grt_trace_get_info(t, &info) == GRT_OK &&
         info.n_events <= GRT_FUZZ_REPLAY_MAX_EVENTS)
-      grt_fuzz_stream_replay(data, size, pick);
+      grt_fuzz_stream_replay(data, size, pick, fmt, info.n_events);
     if (grt_trace_destroy(t) != GRT_OK) abort();
   } else if (t != NULL || err.reason[0] == '\0') {
     abort(); /* a failed load must leave *out NULL and say why */

@@ -160,8 +160,8 @@ static inline int grt_fuzz_span_small(const grt_trace_info *info) { /* at most 2
 static const char *const grt_fuzz_policies[] = {"naive", "bestfit", "bump", "buddy", "slab", "async", "sharded"};
 #define GRT_FUZZ_N_POLICIES (sizeof grt_fuzz_policies / sizeof *grt_fuzz_policies)
 
-/* A native input fed to a replay as the streaming reader parses it (what
- * `gpurt replay` and `stats` do with a big file): the file's own ids, any
+/* A native or RMM input fed to a replay as the streaming reader parses it
+ * (what `gpurt replay` and `stats` do with a big file or a pipe): the file's own ids, any
  * 64-bit value, name the live allocations, not the dense ids of a loaded
  * trace. It fails, if at all, as a refused line or event (GRT_ERR_PARSE) or
  * for host memory, with a reason. */
@@ -169,7 +169,8 @@ static inline grt_status grt_fuzz_feed(void *ctx, const grt_trace_event *ev, grt
   return grt_replay_feed(ctx, ev, stream);
 }
 
-static inline void grt_fuzz_stream_replay(const unsigned char *data, size_t size, unsigned pick) {
+static inline void grt_fuzz_stream_replay(const unsigned char *data, size_t size, unsigned pick, grt_trace_format fmt,
+                                          size_t n_events) {
   FILE *f = size ? fmemopen((void *)data, size, "r") : NULL;
   if (!f) return;
   grt_replay_config cfg;
@@ -180,11 +181,16 @@ static inline void grt_fuzz_stream_replay(const unsigned char *data, size_t size
   grt_status st = grt_replay_create(&cfg, NULL, &r);
   if (st != GRT_OK) GRT_FUZZ_FAIL("stream: create: %s", grt_status_name(st));
   grt_trace_error err;
-  st = grt_trace_read_native_stream_file(f, "fuzz", grt_fuzz_feed, r, &err);
+  st = fmt == GRT_TRACE_FORMAT_RMM ? grt_trace_read_rmm_stream_file(f, "fuzz", grt_fuzz_feed, r, &err)
+                                   : grt_trace_read_native_stream_file(f, "fuzz", grt_fuzz_feed, r, &err);
   fclose(f);
   const char *why = grt_replay_last_error(r)[0] ? grt_replay_last_error(r) : err.reason; /* the replay's, or the reader's */
   if (st != GRT_OK && !grt_fuzz_replay_allowed(st)) GRT_FUZZ_FAIL("stream: %s (%s)", grt_status_name(st), why);
   if (st != GRT_OK && !why[0]) GRT_FUZZ_FAIL("stream: failed (%s) without a reason", grt_status_name(st));
+  /* a row the whole reader took is one the streaming reader takes, event for event */
+  if (fmt == GRT_TRACE_FORMAT_RMM && (st != GRT_OK || grt_replay_position(r) != n_events))
+    GRT_FUZZ_FAIL("stream: RMM input loaded whole (%zu events) but streamed %llu: %s (%s)", n_events,
+                  (unsigned long long)grt_replay_position(r), grt_status_name(st), why);
   grt_fuzz_replay_check(r, "stream");
   if ((st = grt_replay_destroy(r)) != GRT_OK) GRT_FUZZ_FAIL("stream: destroy: %s", grt_status_name(st));
 }

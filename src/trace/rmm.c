@@ -157,8 +157,9 @@ grt_status grt__read_rmm(const char *data, size_t len, grt_trace **out, grt_trac
 
 /* ---- streaming: rows to the callback as they are read ---- */
 
-/* An RMM row is six short fields; a longer line is not RMM's. */
-#define RMM_MAX_LINE 4096
+/* An RMM row is six short fields; the whole reader takes any length, so the
+ * stream takes up to a length no real row reaches (its buffer's size). */
+#define RMM_MAX_LINE ((size_t)1 << 20)
 
 typedef struct rmm_stream {
   rmm_clock c;
