@@ -109,6 +109,8 @@ typedef struct grt_exec_config {
   unsigned host_threads;     /* threads: the application threads that call into the exec while it has
                                 work; once all of them wait in it and nothing queued can release any,
                                 the waits return GRT_ERR_DEADLOCK. 0 (default) = unknown: not detected */
+  uint32_t op_times_keep;    /* grt_exec_op_times keeps the last this many op ids issued, 1..2^20
+                                (default 4096; 0 also means 4096) */
   /* Fault injection (tests), counted from the exec's creation, 1 = the first;
    * 0 = never. The Nth creation of that kind fails with GRT_ERR_FAULT_INJECTED
    * (once) and changes nothing; see grt_exec_inject_failure. */
@@ -398,6 +400,34 @@ GRT_API GRT_MUST_CHECK grt_status grt_stream_free_async_graph(grt_stream *s, grt
  * capture modes restrict (see above); otherwise grt_device_malloc / free. */
 GRT_API GRT_MUST_CHECK grt_status grt_exec_device_malloc(grt_exec *exec, uint64_t size, grt_devptr *out);
 GRT_API GRT_MUST_CHECK grt_status grt_exec_device_free(grt_exec *exec, grt_devptr ptr);
+
+/* ---- per-op times ------------------------------------------------------------------
+ * An op issued through one of the _ex calls below gets an id; once it ended,
+ * grt_exec_op_times says when it started (began running on its engine; a
+ * graph launch: its nodes were released) and when it ended (completed), on
+ * the exec's clock: ns since the exec was created, exact under the virtual
+ * clock. Retention: the exec keeps the times of the last cfg.op_times_keep
+ * ids issued (a ring, allocated with the first id: 24 bytes per entry); an
+ * older id is evicted, even if its op is still pending. Ids are per exec,
+ * rising, never 0. The timeline is not needed (record_timeline may be off). */
+
+typedef uint64_t grt_op_id;
+
+/* grt_launch_kernel, grt_launch_host_func and grt_graph_launch with *id (may
+ * be NULL: the plain call) receiving the op's id; written only on success. A
+ * stream that captures turns the op into a graph node, which does not run:
+ * *id = 0 there (the graph's launch has its own id). GRT_ERR_NOMEM when the
+ * times' ring cannot be allocated (nothing issued). */
+GRT_API GRT_MUST_CHECK grt_status grt_launch_kernel_ex(grt_stream *s, const grt_kernel_desc *desc, grt_op_id *id);
+GRT_API GRT_MUST_CHECK grt_status grt_launch_host_func_ex(grt_stream *s, grt_host_fn fn, void *arg, grt_op_id *id);
+GRT_API GRT_MUST_CHECK grt_status grt_graph_launch_ex(grt_graph_exec *ge, grt_stream *s, grt_op_id *id);
+
+/* When op `id` started and ended (both outputs required). GRT_ERR_NOT_READY
+ * before it ended; GRT_ERR_NOT_FOUND for 0, an id this exec never issued, or
+ * an evicted one; the sticky error once the exec has one and the op has no
+ * times (it was cancelled, or still runs). A query: no side effects. */
+GRT_API GRT_MUST_CHECK grt_status grt_exec_op_times(grt_exec *exec, grt_op_id id, uint64_t *start_ns,
+                                                    uint64_t *end_ns);
 
 /* ---- completion interface (grt_stream_ops, base.h) ---------------------------------
  * The exec implements grt_stream_ops, so a layer below it (an allocator's

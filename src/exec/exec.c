@@ -35,6 +35,7 @@ void grt_exec_config_default(grt_exec_config *cfg) {
   cfg->d2h_gbps = 16.0;
   cfg->device_gbps = 500.0;
   cfg->spin_ns = 20000;
+  cfg->op_times_keep = GRT__OP_TIMES_KEEP;
 }
 
 grt__op *grt__current_op(grt_exec *exec) {
@@ -69,6 +70,7 @@ static grt_status validate(const grt_exec_config *cfg) {
     return GRT_ERR_INVALID_ARG;
   if (!(cfg->h2d_gbps > 0) || !(cfg->d2h_gbps > 0) || !(cfg->device_gbps > 0)) return GRT_ERR_INVALID_ARG;
   if (!cfg->device && cfg->device_capacity == 0) return GRT_ERR_INVALID_ARG;
+  if (cfg->op_times_keep > GRT__OP_TIMES_KEEP_MAX) return GRT_ERR_INVALID_ARG;
   return GRT_OK;
 }
 
@@ -131,6 +133,7 @@ grt_status grt_exec_create(const grt_exec_config *cfg, grt_exec **out) {
   exec->magic = GRT__EXEC_MAGIC;
   exec->cfg = *cfg;
   if (exec->cfg.clock == GRT_CLOCK_VIRTUAL) exec->cfg.spin_ns = 0;
+  if (!exec->cfg.op_times_keep) exec->cfg.op_times_keep = GRT__OP_TIMES_KEEP;
   grt__fault_arm_from_config(exec);
   st = make_device(exec);
   if (st) goto fail_device;

@@ -39,6 +39,8 @@
 #define GRT__PRIO_LEAST 0
 #define GRT__PRIO_GREATEST (-5)
 #define GRT__ENGINE_NONE GRT_ENGINE_COUNT /* markers: no engine, no duration */
+#define GRT__OP_TIMES_KEEP 4096           /* cfg.op_times_keep's default */
+#define GRT__OP_TIMES_KEEP_MAX (1u << 20)
 
 typedef enum grt__op_kind {
   GRT__OP_KERNEL,
@@ -88,6 +90,7 @@ struct grt__op {
   grt__dep *deps;           /* inline_dep or heap */
   grt__dep inline_dep;
   uint64_t duration_ns, start_ns, end_ns, order_key;
+  uint64_t times_id; /* issued with an id (grt_exec_op_times): its times are kept at completion; 0: not */
   unsigned slot; /* engine slot it ran on */
   union {
     struct { grt_host_fn fn; void *arg; } call; /* kernel, host function */
@@ -164,6 +167,12 @@ typedef struct grt__engine {
   pthread_cond_t cv;             /* threads: idle workers wait here */
   unsigned idle;
 } grt__engine;
+
+/* The times of an op issued with an id, in a ring of cfg.op_times_keep
+ * entries indexed by id (timeline.c). */
+typedef struct grt__op_time {
+  uint64_t id, start_ns, end_ns; /* id 0: an empty entry */
+} grt__op_time;
 
 /* One timeline record per completed op. */
 typedef struct grt__trace_rec {
@@ -250,6 +259,8 @@ struct grt_exec {
   size_t trace_n, trace_cap;
   uint64_t *flows;
   size_t flows_n, flows_cap;
+  grt__op_time *op_times; /* allocated with the first id */
+  uint64_t op_ids;        /* ids issued (the last one) */
 
   /* sync observers (observe.c): obs_lock guards the list and the counts */
   pthread_mutex_t obs_lock;
@@ -394,6 +405,11 @@ void grt__sync_notify(grt_exec *exec, grt__sync_kind kind, const grt_stream *s);
 
 /* timeline.c */
 void grt__trace_op(grt_exec *exec, const grt__op *op); /* lock held */
+/* Lock held. An id for an op about to be issued (GRT_ERR_NOMEM: none, nothing
+ * changed); grt__op_id_undo gives it back when the issue failed after all. */
+grt_status grt__op_id_take(grt_exec *exec, uint64_t *id);
+void grt__op_id_undo(grt_exec *exec, uint64_t id);
+void grt__op_times_note(grt_exec *exec, const grt__op *op); /* lock held; at its completion */
 void grt__timeline_free(grt_exec *exec);
 
 #endif

@@ -100,7 +100,37 @@ grt__gbody *grt__graph_body_build(const grt_graph *g) {
   return b;
 }
 
-grt_status grt_graph_launch(grt_graph_exec *ge, grt_stream *s) {
+grt_status grt_graph_launch(grt_graph_exec *ge, grt_stream *s) { return grt_graph_launch_ex(ge, s, NULL); }
+
+/* The launch op waits for the previous launch when that was on another
+ * stream; with id it gets one (op.c's rule: written only on success). */
+static grt_status submit_launch(grt_graph_exec *ge, grt_stream *s, grt__op *op, grt_op_id *id) {
+  grt_exec *exec = s->exec;
+  grt_stream *prev = ge->last_stream;
+  uint64_t t = 0;
+  grt_status st = GRT_OK;
+  if (prev && prev != s && grt__done(prev) < ge->last_seq &&
+      !grt__op_add_dep(op, prev, ge->last_seq, ge->last_uid, NULL))
+    st = GRT_ERR_NOMEM;
+  else if (id) st = grt__op_id_take(exec, &t);
+  if (st) {
+    grt__op_free(exec, op);
+    return st;
+  }
+  op->times_id = t;
+  uint64_t seq, uid;
+  if ((st = grt__submit_ex(op, &seq, &uid))) {
+    grt__op_id_undo(exec, t);
+    return st;
+  }
+  ge->last_stream = s;
+  ge->last_seq = seq;
+  ge->last_uid = uid;
+  if (id) *id = t;
+  return GRT_OK;
+}
+
+grt_status grt_graph_launch_ex(grt_graph_exec *ge, grt_stream *s, grt_op_id *id) {
   if (!ge || ge->magic != GRT__GEXEC_MAGIC) return GRT_ERR_INVALID_ARG;
   grt_status st = grt__stream_check(s);
   if (st) return st;
@@ -123,19 +153,7 @@ grt_status grt_graph_launch(grt_graph_exec *ge, grt_stream *s) {
   ge->body->refs++;
   ge->inflight++;
   memcpy(op->name, ge->name, sizeof op->name);
-  grt_stream *prev = ge->last_stream;
-  if (prev && prev != s && grt__done(prev) < ge->last_seq &&
-      !grt__op_add_dep(op, prev, ge->last_seq, ge->last_uid, NULL)) {
-    grt__op_free(exec, op);
-    st = GRT_ERR_NOMEM;
-  } else {
-    uint64_t seq, uid;
-    if (!(st = grt__submit_ex(op, &seq, &uid))) {
-      ge->last_stream = s;
-      ge->last_seq = seq;
-      ge->last_uid = uid;
-    }
-  }
+  st = submit_launch(ge, s, op, id);
   pthread_mutex_unlock(&exec->lock);
   return st;
 }

@@ -148,13 +148,29 @@ static grt__op *start_op(grt_stream *s, uint8_t kind, grt_status *st) {
   return op;
 }
 
-static grt_status finish_op(grt_stream *s, grt__op *op) {
-  grt_status st = grt__submit(op);
-  pthread_mutex_unlock(&s->exec->lock);
+/* Issues op (lock held; unlocks). With id: the op gets one first, unless s
+ * captures (the op becomes a graph node: *id = 0). *id is written only on
+ * success; a failure gives the id back. */
+static grt_status finish_op_id(grt_stream *s, grt__op *op, grt_op_id *id) {
+  grt_exec *exec = s->exec;
+  uint64_t t = 0;
+  grt_status st = id && !s->cap ? grt__op_id_take(exec, &t) : GRT_OK;
+  if (st) {
+    grt__op_free(exec, op);
+  } else {
+    op->times_id = t;
+    if ((st = grt__submit(op))) grt__op_id_undo(exec, t);
+  }
+  pthread_mutex_unlock(&exec->lock);
+  if (!st && id) *id = t;
   return st;
 }
 
-grt_status grt_launch_kernel(grt_stream *s, const grt_kernel_desc *desc) {
+static grt_status finish_op(grt_stream *s, grt__op *op) { return finish_op_id(s, op, NULL); }
+
+grt_status grt_launch_kernel(grt_stream *s, const grt_kernel_desc *desc) { return grt_launch_kernel_ex(s, desc, NULL); }
+
+grt_status grt_launch_kernel_ex(grt_stream *s, const grt_kernel_desc *desc, grt_op_id *id) {
   if (!desc || (desc->engine != GRT_ENGINE_COMPUTE && desc->engine != GRT_ENGINE_COPY_H2D &&
                 desc->engine != GRT_ENGINE_COPY_D2H))
     return GRT_ERR_INVALID_ARG;
@@ -166,10 +182,14 @@ grt_status grt_launch_kernel(grt_stream *s, const grt_kernel_desc *desc) {
   op->u.call.fn = desc->fn;
   op->u.call.arg = desc->arg;
   set_name(op, desc->name);
-  return finish_op(s, op);
+  return finish_op_id(s, op, id);
 }
 
 grt_status grt_launch_host_func(grt_stream *s, grt_host_fn fn, void *arg) {
+  return grt_launch_host_func_ex(s, fn, arg, NULL);
+}
+
+grt_status grt_launch_host_func_ex(grt_stream *s, grt_host_fn fn, void *arg, grt_op_id *id) {
   if (!fn) return GRT_ERR_INVALID_ARG;
   grt_status st;
   grt__op *op = start_op(s, GRT__OP_HOST_FUNC, &st);
@@ -177,7 +197,7 @@ grt_status grt_launch_host_func(grt_stream *s, grt_host_fn fn, void *arg) {
   op->engine = GRT_ENGINE_HOST;
   op->u.call.fn = fn;
   op->u.call.arg = arg;
-  return finish_op(s, op);
+  return finish_op_id(s, op, id);
 }
 
 /* Checks that [p, p+n) lies in a live segment of s's device. */

@@ -216,6 +216,7 @@ void grt__sched_complete(grt_exec *exec, grt__op *op, uint64_t now) {
   }
   grt_stream *s = op->stream;
   op->end_ns = now;
+  if (op->times_id) grt__op_times_note(exec, op);
   grt__sched_release_engine(exec, op);
   grt__trace_op(exec, op);
   s->head = op->next;

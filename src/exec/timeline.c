@@ -12,6 +12,16 @@
  * event, metadata too, has name, cat, ph, pid and ts. JSON is written by
  * hand; every string goes through json_str (base/json.h), which escapes
  * quotes, backslashes and control characters (each as \u00XX).
+ *
+ * Per-op times (grt_exec_op_times) are kept apart from those records: the
+ * timeline is optional and grows until cleared, while op times must work
+ * with it off and in bounded memory. An op issued with an id writes its
+ * interval at completion into a ring of cfg.op_times_keep entries at
+ * id % keep. An id stays retained while fewer than `keep` ids were issued
+ * after it, so the slot an op writes is never one a retained id still owns,
+ * and a lookup tells the three cases apart by the ids alone: evicted or
+ * never issued (NOT_FOUND), retained with its entry written (the times), or
+ * retained without (not ended yet: NOT_READY).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -89,9 +99,49 @@ void grt__trace_deadlock(grt_exec *exec) {
   }
 }
 
+grt_status grt__op_id_take(grt_exec *exec, uint64_t *id) {
+  if (!exec->op_times && !(exec->op_times = calloc(exec->cfg.op_times_keep, sizeof *exec->op_times)))
+    return GRT_ERR_NOMEM;
+  *id = ++exec->op_ids;
+  return GRT_OK;
+}
+
+void grt__op_id_undo(grt_exec *exec, uint64_t id) {
+  if (id && id == exec->op_ids) exec->op_ids--; /* the lock was held since the take */
+}
+
+static bool op_id_retained(const grt_exec *exec, uint64_t id) {
+  return id && id <= exec->op_ids && exec->op_ids - id < exec->cfg.op_times_keep;
+}
+
+void grt__op_times_note(grt_exec *exec, const grt__op *op) {
+  if (!op_id_retained(exec, op->times_id)) return; /* evicted while it ran */
+  exec->op_times[op->times_id % exec->cfg.op_times_keep] = (grt__op_time){op->times_id, op->start_ns, op->end_ns};
+}
+
+grt_status grt_exec_op_times(grt_exec *exec, grt_op_id id, uint64_t *start_ns, uint64_t *end_ns) {
+  if (!exec || exec->magic != GRT__EXEC_MAGIC || !start_ns || !end_ns) return GRT_ERR_INVALID_ARG;
+  pthread_mutex_lock(&exec->lock);
+  grt_status st = GRT_ERR_NOT_FOUND;
+  if (op_id_retained(exec, id)) {
+    const grt__op_time *t = &exec->op_times[id % exec->cfg.op_times_keep];
+    if (t->id == id) {
+      *start_ns = t->start_ns;
+      *end_ns = t->end_ns;
+      st = GRT_OK;
+    } else {
+      st = exec->error ? exec->error : GRT_ERR_NOT_READY; /* a sticky error cancels what has not run */
+    }
+  }
+  pthread_mutex_unlock(&exec->lock);
+  return st;
+}
+
 void grt__timeline_free(grt_exec *exec) {
   free(exec->trace);
   free(exec->flows);
+  free(exec->op_times);
+  exec->op_times = NULL;
   exec->trace = NULL;
   exec->flows = NULL;
   exec->trace_n = exec->trace_cap = exec->flows_n = exec->flows_cap = 0;
