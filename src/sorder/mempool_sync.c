@@ -17,8 +17,8 @@
 #include "gpurt/policy.h"
 #include "sorder/sorder_impl.h"
 
-static _Thread_local unsigned tl_locks;                /* pool locks this thread holds */
-static _Thread_local const grt_mempool *tl_wrapping;   /* the pool whose wrapper syncs on this thread */
+static _Thread_local unsigned tl_locks;              /* pool locks this thread holds */
+static _Thread_local const grt_mempool *tl_wrapping; /* the pool whose wrapper syncs on this thread */
 
 void grt__mp_lock(grt_mempool *p) {
   pthread_mutex_lock(&p->lock);
