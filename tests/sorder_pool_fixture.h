@@ -43,6 +43,10 @@ static inline grt_sorder *sorder_new(grt_exec *exec) {
   return so;
 }
 
+static inline grt_stream *nb(grt_exec *exec, const char *name) {
+  return make_stream(exec, GRT_STREAM_NON_BLOCKING, name);
+}
+
 /* Holds s until the returned user event is signalled. */
 static inline grt_user_event *gate_on(grt_exec *exec, grt_stream *s) {
   grt_user_event *u = NULL;

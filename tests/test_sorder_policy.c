@@ -24,20 +24,20 @@ static void test_follow_legacy(void **state) {
   grt_exec *exec = pool_exec(clock_of(state), 16 * GRT_MiB);
   grt_mempool *p = pool_new(exec, NULL, "caching", GRT_REUSE_FOLLOW_EVENT_DEPS);
   grt_stream *leg, *blk = make_stream(exec, GRT_STREAM_DEFAULT, "blocking");
-  grt_stream *nb = make_stream(exec, GRT_STREAM_NON_BLOCKING, "non-blocking");
+  grt_stream *nonblk = nb(exec, "non-blocking");
   assert_int_equal(grt_exec_legacy_stream(exec, &leg), GRT_OK);
   grt_devptr x, y, z, w, v;
   assert_int_equal(grt_malloc_async(p, 4096, leg, &x), GRT_OK);
   grt_user_event *u = gate_on(exec, leg);
   work(leg, 100000);
   assert_int_equal(grt_free_async(p, x, leg), GRT_OK);
-  assert_int_equal(grt_malloc_async(p, 4096, nb, &y), GRT_OK);
+  assert_int_equal(grt_malloc_async(p, 4096, nonblk, &y), GRT_OK);
   assert_int_not_equal(y, x);
   assert_int_equal(grt_malloc_async(p, 4096, blk, &z), GRT_OK);
   assert_int_equal(z, x);
   /* The other way round: a free on the blocking stream, reused on legacy. */
   assert_int_equal(grt_free_async(p, z, blk), GRT_OK);
-  assert_int_equal(grt_malloc_async(p, 4096, nb, &w), GRT_OK);
+  assert_int_equal(grt_malloc_async(p, 4096, nonblk, &w), GRT_OK);
   assert_int_not_equal(w, z);
   assert_int_equal(grt_malloc_async(p, 4096, leg, &v), GRT_OK);
   assert_int_equal(v, z);
@@ -46,12 +46,12 @@ static void test_follow_legacy(void **state) {
   assert_int_equal(k.edges_inserted, 0);
   assert_int_equal(k.reuses_deferred, 2);
   gate_open(u);
-  assert_int_equal(grt_free_async(p, y, nb), GRT_OK);
-  assert_int_equal(grt_free_async(p, w, nb), GRT_OK);
+  assert_int_equal(grt_free_async(p, y, nonblk), GRT_OK);
+  assert_int_equal(grt_free_async(p, w, nonblk), GRT_OK);
   assert_int_equal(grt_free_async(p, v, leg), GRT_OK);
   assert_int_equal(grt_user_event_destroy(u), GRT_OK);
   assert_int_equal(grt_stream_destroy(blk), GRT_OK);
-  assert_int_equal(grt_stream_destroy(nb), GRT_OK);
+  assert_int_equal(grt_stream_destroy(nonblk), GRT_OK);
   teardown(exec, p);
 }
 
@@ -59,8 +59,8 @@ static void test_follow_legacy(void **state) {
 static void test_follow_transitive(void **state) {
   grt_exec *exec = pool_exec(clock_of(state), 16 * GRT_MiB);
   grt_mempool *p = pool_new(exec, NULL, "caching", GRT_REUSE_ALL);
-  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "B");
-  grt_stream *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C"), *d = make_stream(exec, GRT_STREAM_NON_BLOCKING, "D");
+  grt_stream *a = nb(exec, "A"), *b = nb(exec, "B");
+  grt_stream *c = nb(exec, "C"), *d = nb(exec, "D");
   grt_devptr x, y, z;
   assert_int_equal(grt_malloc_async(p, 4096, a, &x), GRT_OK);
   grt_user_event *u = gate_on(exec, a);
@@ -93,7 +93,7 @@ static void test_follow_sanitizer(void **state) {
     grt_exec *exec = pool_exec(clock_of(state), 16 * GRT_MiB);
     grt_sorder *so = sorder_new(exec);
     grt_mempool *p = pool_new(exec, so, "caching", GRT_REUSE_FOLLOW_EVENT_DEPS);
-    grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
+    grt_stream *a = nb(exec, "A"), *c = nb(exec, "C");
     grt_devptr x, y;
     assert_int_equal(grt_malloc_async(p, 4096, a, &x), GRT_OK);
     grt_user_event *u = gate_on(exec, a);
@@ -139,7 +139,7 @@ static void test_follow_off(void **state) {
     cfg.per_stream = per_stream;
     grt_mempool *p = NULL;
     assert_int_equal(grt_mempool_create(&cfg, &p), GRT_OK);
-    grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
+    grt_stream *a = nb(exec, "A"), *c = nb(exec, "C");
     grt_devptr x, y;
     assert_int_equal(grt_malloc_async(p, 4096, a, &x), GRT_OK);
     grt_user_event *u = gate_on(exec, a);
@@ -168,8 +168,8 @@ static void test_completed_needs_opportunistic(void **state) {
   grt_exec *exec = pool_exec(clock_of(state), 16 * GRT_MiB);
   grt_mempool *p = pool_new(exec, NULL, "caching", GRT_REUSE_FOLLOW_EVENT_DEPS);
   assert_int_equal(grt_mempool_set_release_threshold(p, UINT64_MAX), GRT_OK);
-  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "B");
-  grt_stream *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
+  grt_stream *a = nb(exec, "A"), *b = nb(exec, "B");
+  grt_stream *c = nb(exec, "C");
   grt_devptr x, y, z;
   assert_int_equal(grt_malloc_async(p, 4096, a, &x), GRT_OK);
   work(a, 50000);
@@ -202,7 +202,7 @@ static void test_internal_only_without_room(void **state) {
   for (int full = 0; full < 2; full++) {
     grt_exec *exec = pool_exec(clock_of(state), (full ? 24 : 48) * GRT_MiB);
     grt_mempool *p = pool_new(exec, NULL, "caching", GRT_REUSE_INTERNAL_DEPS);
-    grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
+    grt_stream *a = nb(exec, "A"), *c = nb(exec, "C");
     order_log log = {0};
     log_arg l1 = {&log, 1}, l2 = {&log, 2};
     grt_devptr x, y;
@@ -235,8 +235,8 @@ static void test_internal_only_without_room(void **state) {
 static void test_best_allowed_fit(void **state) {
   grt_exec *exec = pool_exec(clock_of(state), 16 * GRT_MiB);
   grt_mempool *p = pool_new(exec, NULL, "caching", GRT_REUSE_ALL);
-  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "B");
-  grt_stream *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
+  grt_stream *a = nb(exec, "A"), *b = nb(exec, "B");
+  grt_stream *c = nb(exec, "C");
   grt_devptr xa, xb, y;
   assert_int_equal(grt_malloc_async(p, 4096, a, &xa), GRT_OK);
   assert_int_equal(grt_malloc_async(p, 8192, b, &xb), GRT_OK);
@@ -268,7 +268,7 @@ static void test_loose_fit_without_room(void **state) {
   for (int full = 0; full < 2; full++) {
     grt_exec *exec = pool_exec(clock_of(state), (full ? 40 : 64) * GRT_MiB);
     grt_mempool *p = pool_new(exec, NULL, "caching", GRT_REUSE_FOLLOW_EVENT_DEPS);
-    grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
+    grt_stream *a = nb(exec, "A"), *c = nb(exec, "C");
     grt_devptr x, y;
     assert_int_equal(grt_malloc_async(p, 30 * GRT_MiB, a, &x), GRT_OK);
     grt_user_event *u = gate_on(exec, a);
@@ -298,7 +298,7 @@ static void test_oom_does_not_wait(void **state) {
   grt_exec *exec = pool_exec(clock_of(state), 24 * GRT_MiB);
   grt_sorder *so = sorder_new(exec);
   grt_mempool *p = pool_new(exec, so, "caching", GRT_REUSE_FOLLOW_EVENT_DEPS | GRT_REUSE_OPPORTUNISTIC);
-  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
+  grt_stream *a = nb(exec, "A"), *c = nb(exec, "C");
   order_log log = {0};
   log_arg l1 = {&log, 1};
   grt_devptr x, y = 0;

@@ -14,7 +14,7 @@ static void test_pool_calls_move_nothing(void **state) {
   (void)state;
   grt_exec *exec = pool_exec(GRT_CLOCK_VIRTUAL, 48 * GRT_MiB);
   grt_mempool *p = pool_new(exec, NULL, "caching", GRT_REUSE_ALL);
-  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
+  grt_stream *a = nb(exec, "A"), *c = nb(exec, "C");
   order_log log = {0};
   log_arg l1 = {&log, 1}, l2 = {&log, 2};
   grt_devptr x, y, z, t, big;
@@ -73,8 +73,8 @@ static void program(grt_clock_kind clock, answers *r) {
   memset(r, 0, sizeof *r);
   grt_exec *exec = pool_exec(clock, 32 * GRT_MiB);
   grt_mempool *p = pool_new(exec, NULL, "caching", GRT_REUSE_ALL);
-  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "B");
-  grt_stream *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
+  grt_stream *a = nb(exec, "A"), *b = nb(exec, "B");
+  grt_stream *c = nb(exec, "C");
   assert_int_equal(grt_malloc_async(p, 4096, a, &r->addr[0]), GRT_OK);
   grt_user_event *u = gate_on(exec, a);
   work(a, 5000);

@@ -28,7 +28,7 @@ static void test_threshold_at_every_sync(void **state) {
     grt_exec *exec = pool_exec(clock_of(state), 64 * GRT_MiB);
     grt_sorder *so = sorder_new(exec);
     grt_mempool *p = pool_new(exec, how == 4 ? so : NULL, "caching", GRT_REUSE_ALL);
-    grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "B");
+    grt_stream *a = nb(exec, "A"), *b = nb(exec, "B");
     grt_devptr x;
     assert_int_equal(grt_malloc_async(p, MB12, a, &x), GRT_OK);
     work(a, 10000);
@@ -60,7 +60,7 @@ static void test_threshold_kept_then_released(void **state) {
   grt_exec *exec = pool_exec(clock_of(state), 64 * GRT_MiB);
   grt_sorder *so = sorder_new(exec);
   grt_mempool *p = pool_new(exec, NULL, "caching", GRT_REUSE_ALL);
-  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "B");
+  grt_stream *a = nb(exec, "A"), *b = nb(exec, "B");
   assert_int_equal(grt_mempool_set_attribute(p, GRT_MEMPOOL_ATTR_RELEASE_THRESHOLD, 2 * MB12), GRT_OK);
   grt_devptr x;
   assert_int_equal(grt_malloc_async(p, MB12, a, &x), GRT_OK);
@@ -85,8 +85,8 @@ static void test_what_a_sync_covers(void **state) {
   grt_exec *exec = pool_exec(clock_of(state), 64 * GRT_MiB);
   grt_sorder *so = sorder_new(exec);
   grt_mempool *p = pool_new(exec, NULL, "caching", GRT_REUSE_ALL);
-  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "B");
-  grt_stream *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
+  grt_stream *a = nb(exec, "A"), *b = nb(exec, "B");
+  grt_stream *c = nb(exec, "C");
   grt_devptr xa, xb, xc;
   assert_int_equal(grt_malloc_async(p, 4096, a, &xa), GRT_OK);
   assert_int_equal(grt_malloc_async(p, 4096, b, &xb), GRT_OK);
@@ -120,7 +120,7 @@ static void test_failed_sync_and_two_pools(void **state) {
   grt_exec *exec = pool_exec(clock_of(state), 64 * GRT_MiB);
   grt_sorder *so = sorder_new(exec);
   grt_mempool *p = pool_new(exec, NULL, "caching", GRT_REUSE_ALL), *q = pool_new(exec, NULL, "async", GRT_REUSE_ALL);
-  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "B");
+  grt_stream *a = nb(exec, "A"), *b = nb(exec, "B");
   grt_devptr x;
   assert_int_equal(grt_malloc_async(p, MB12, a, &x), GRT_OK);
   assert_int_equal(grt_free_async(p, x, a), GRT_OK);
@@ -147,7 +147,7 @@ static void test_sync_inside_pool_call(void **state) {
   grt_exec *exec = pool_exec(clock_of(state), 24 * GRT_MiB);
   grt_sorder *so = sorder_new(exec);
   grt_mempool *p = pool_new(exec, NULL, "caching", GRT_REUSE_ALL);
-  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "B");
+  grt_stream *a = nb(exec, "A"), *b = nb(exec, "B");
   grt_devptr x, y;
   assert_int_equal(grt_mempool_malloc(p, 16 * GRT_MiB, a, &x), GRT_OK);
   assert_int_equal(grt_mempool_record_stream(p, x, b), GRT_OK);
@@ -181,7 +181,7 @@ static void test_attributes(void **state) {
   grt_exec *exec = pool_exec(clock_of(state), 64 * GRT_MiB);
   grt_sorder *so = sorder_new(exec);
   grt_mempool *p = pool_new(exec, NULL, "caching", GRT_REUSE_FOLLOW_EVENT_DEPS | GRT_REUSE_INTERNAL_DEPS);
-  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "B");
+  grt_stream *a = nb(exec, "A"), *b = nb(exec, "B");
   uint64_t v = 9;
   assert_int_equal(grt_mempool_get_attribute(p, GRT_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPS, &v), GRT_OK);
   assert_int_equal(v, 1);
@@ -250,8 +250,8 @@ static void test_trim_with_pending(void **state) {
     grt_exec *exec = pool_exec(clock_of(state), 64 * GRT_MiB);
     grt_sorder *so = sorder_new(exec);
     grt_mempool *p = pool_new(exec, NULL, "caching", opp ? GRT_REUSE_ALL : GRT_REUSE_FOLLOW_EVENT_DEPS);
-    grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A"), *b = make_stream(exec, GRT_STREAM_NON_BLOCKING, "B");
-    grt_stream *c = make_stream(exec, GRT_STREAM_NON_BLOCKING, "C");
+    grt_stream *a = nb(exec, "A"), *b = nb(exec, "B");
+    grt_stream *c = nb(exec, "C");
     assert_int_equal(grt_mempool_set_release_threshold(p, UINT64_MAX), GRT_OK);
     grt_devptr xa, xb, xc;
     assert_int_equal(grt_malloc_async(p, MB12, a, &xa), GRT_OK);
@@ -310,7 +310,7 @@ static void test_concurrent_observers(void **state) {
   (void)state;
   grt_exec *exec = pool_exec(GRT_CLOCK_THREADS, 64 * GRT_MiB);
   grt_mempool *p = pool_new(exec, NULL, "caching", GRT_REUSE_ALL);
-  grt_stream *a = make_stream(exec, GRT_STREAM_NON_BLOCKING, "A");
+  grt_stream *a = nb(exec, "A");
   churn c = {exec, GRT_OK};
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, churn_pools, &c), 0);
