@@ -11,7 +11,7 @@
 # the other calls cache hits. The stream-ordered pool's counters come from
 # a seeded virtual-clock run; they must add up: every malloc_async is a
 # reuse of some kind or a block from the allocator, which the pool hands
-# back by the end; each reuse behind an inserted edge inserted one; one host
+# back by the end; the pool inserts a wait only for an INTERNAL_DEPS reuse; one host
 # sync per 250 iterations plus the final one. The threads column is
 # measured (not asserted); its output check is.
 set -euo pipefail
@@ -52,15 +52,15 @@ has "$out" "  pinned pool: 12 calls, 1 host allocations (2.0 ms of modelled cuda
 echo "ok: staging rows (K=1..3), pinned pool"
 
 rows=(
-  "reuse on the freeing stream|186|156"
-  "reuse after an inserted edge|297|0"
-  "reuse, device already passed|221|0"
+  "reuse on the freeing stream|1253|1457"
+  "reuse behind an event edge|469|0"
+  "reuse, device already passed|0|0"
   "reuse on OOM (internal dep)|0|0"
-  "edges inserted|297|0"
+  "edges inserted|0|0"
   "host syncs|9|9"
-  "reuses deferred|0|435"
-  "blocks handed back to allocator|1296|1844"
-  "device mallocs|19|64"
+  "reuses deferred|209|476"
+  "blocks handed back to allocator|278|543"
+  "device mallocs|50|116"
   "sanitizer reports|0|0"
 )
 declare -A shared per
@@ -70,15 +70,15 @@ for r in "${rows[@]}"; do
   shared[$label]=$a
   per[$label]=$b
 done
-has "$out" "  reserved high                           24.0 MiB      88.0 MiB"
-has "$out" "  used high                                4.0 MiB       4.0 MiB"
+has "$out" "  reserved high                           50.0 MiB     156.0 MiB"
+has "$out" "  used high                                4.4 MiB       4.0 MiB"
 for pool in shared per; do
   declare -n k=$pool
-  reuses=$((k["reuse on the freeing stream"] + k["reuse after an inserted edge"] + k["reuse, device already passed"] +
+  reuses=$((k["reuse on the freeing stream"] + k["reuse behind an event edge"] + k["reuse, device already passed"] +
     k["reuse on OOM (internal dep)"]))
   [ $((reuses + k["blocks handed back to allocator"])) -eq 2000 ] ||
     fail "$pool: $reuses reuses + ${k["blocks handed back to allocator"]} blocks handed back != 2000 mallocs"
-  [ "${k["edges inserted"]}" -eq "${k["reuse after an inserted edge"]}" ] || fail "$pool: edges != edge reuses"
+  [ "${k["edges inserted"]}" -eq "${k["reuse on OOM (internal dep)"]}" ] || fail "$pool: edges != internal-dep reuses"
   [ "${k["host syncs"]}" -eq $((2000 / 250 + 1)) ] || fail "$pool: host syncs"
   unset -n k
 done

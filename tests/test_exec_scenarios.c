@@ -60,7 +60,7 @@ static void test_s3_gated(void **state) {
   assert_true(lt.reports >= 1); /* the sanitizer flags the host-order free */
   assert_int_equal(grt__lifetime_run(&lt, 1, &sc, 2, &corrupted), GRT_OK);
   assert_int_equal(corrupted, 0);
-  assert_true(lt.same_block); /* reused through an inserted edge */
+  assert_true(lt.same_block); /* reused behind the program's event edge */
   assert_int_equal(lt.reports, 0);
   assert_int_equal(grt__lifetime_fini(&lt), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);

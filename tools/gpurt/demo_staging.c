@@ -148,7 +148,7 @@ static int print_pools(void) {
   printf("  %-34s %12s %12s\n", "", "shared pool", "per-stream");
 #define ROW(label, field) printf("  %-34s %12llu %12llu\n", label, (unsigned long long)k[0].field, (unsigned long long)k[1].field)
   ROW("reuse on the freeing stream", reuse_same_stream);
-  ROW("reuse after an inserted edge", reuse_event_dep);
+  ROW("reuse behind an event edge", reuse_event_dep);
   ROW("reuse, device already passed", reuse_opportunistic);
   ROW("reuse on OOM (internal dep)", reuse_internal_dep);
   ROW("edges inserted", edges_inserted);

@@ -4,8 +4,9 @@
  * pool hands the same memory to stream C, whose writer kernel overwrites it.
  * With a host-order free the writer may land before the reader's body: the
  * reader's checksum is wrong — corruption detected. With a stream-ordered free
- * (free_async on A) the allocation on C waits for A to reach the free point, so
- * the writer always lands after the reader. The sanitizer sees both kernels'
+ * (free_async on A, then C waits for an event recorded after it, as a CUDA
+ * program hands a stream-ordered free to another stream) the pool reuses B on
+ * C behind that edge, so the writer always lands after the reader. The sanitizer sees both kernels'
  * declared accesses and the pool's frees and edges, so it judges each run
  * independently of the schedule.
  *
@@ -59,6 +60,7 @@ grt_status grt__lifetime_init(grt__lifetime *lt, grt_exec *exec, uint64_t bytes)
   if (!st) st = grt_mempool_create(&pcfg, &lt->pool);
   if (!st) st = grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &lt->a);
   if (!st) st = grt_stream_create(exec, GRT_STREAM_NON_BLOCKING, 0, &lt->c);
+  if (!st) st = grt_event_create(exec, GRT_EVENT_DISABLE_TIMING, &lt->handoff);
   if (!st) st = grt_stream_set_name(lt->a, "A (reader)");
   if (!st) st = grt_stream_set_name(lt->c, "C (writer)");
   /* Best effort: the set-up's failure is the one the caller needs to see. */
@@ -71,6 +73,7 @@ grt_status grt__lifetime_fini(grt__lifetime *lt) {
   /* Idle after the synchronize: each destroy runs even if one before failed. */
   if ((d = grt_stream_destroy(lt->a)) && !st) st = d;
   if ((d = grt_stream_destroy(lt->c)) && !st) st = d;
+  if ((d = grt_event_destroy(lt->handoff)) && !st) st = d;
   if ((d = grt_mempool_destroy(lt->pool)) && !st) st = d;
   if ((d = grt_sorder_destroy(lt->so)) && !st) st = d;
   memset(lt, 0, sizeof *lt);
@@ -124,6 +127,9 @@ grt_status grt__lifetime_run(grt__lifetime *lt, int stream_ordered, const grt__l
   if ((st = grt_sorder_launch(lt->so, lt->a, &kr, &ar, 1))) goto out;
   /* The host is done with B: it frees it right away. */
   st = stream_ordered ? grt_free_async(lt->pool, b, lt->a) : grt_mempool_free_host_order(lt->pool, b);
+  /* Safe: C's work from here on waits for A's free, so the pool may give C the block. */
+  if (!st && stream_ordered && !(st = grt_sorder_event_record(lt->so, lt->handoff, lt->a)))
+    st = grt_sorder_stream_wait_event(lt->so, lt->c, lt->handoff);
   if (st || (st = grt_malloc_async(lt->pool, lt->bytes, lt->c, &b2))) goto out;
   wr.ptr = b2;
   lt->same_block = b2 == b;

@@ -2,8 +2,9 @@
  *
  * Stream A reads buffer B; the host frees B at once and the pool hands the same
  * memory to stream C, whose writer overwrites it. The unsafe variant frees in
- * host order (grt_mempool_free_host_order); the safe one with free_async on A,
- * so the allocation on C waits for A to reach the free point. Kernels declare
+ * host order (grt_mempool_free_host_order); the safe one with free_async on A
+ * and an event edge from there to C, so the pool hands B to C only behind
+ * A's free (FOLLOW_EVENT_DEPS: CUDA's pool inserts no wait). Kernels declare
  * their accesses, so the happens-before sanitizer judges every run: it flags
  * the unsafe variant on every schedule (the free is not ordered after the
  * read) and reports nothing for the safe one. Shared by `gpurt demo streams`
@@ -27,6 +28,7 @@ typedef struct grt__lifetime {
   grt_sorder *so;    /* sanitizer (and debug mode when GRT_SORDER_DEBUG=1) */
   grt_mempool *pool; /* the stream-ordered pool, "caching" underneath */
   grt_stream *a, *c;
+  grt_event *handoff; /* safe variant: recorded on A after the free, waited on by C */
   uint64_t bytes;
   uint64_t reports;  /* sanitizer reports of the last run */
   int same_block;    /* the last run's writer got the reader's block */
