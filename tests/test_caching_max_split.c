@@ -68,6 +68,11 @@ static void test_oversize_counts_at_boundary(void **state) {
   s = stats_of(fx.a);
   assert_int_equal(s.oversize_allocations.current, 0);
   assert_int_equal(s.oversize_segments.current, 1); /* still cached */
+  assert_int_equal(grt_alloc_empty_cache(fx.a), GRT_OK);
+  s = stats_of(fx.a);
+  assert_int_equal(s.num_device_free, 2);
+  assert_int_equal(s.oversize_segments.current, 0); /* the 40 MiB segment went */
+  assert_int_equal(s.oversize_segments.peak, 1);
   drop_fixture(&fx);
 }
 
@@ -178,11 +183,39 @@ static void test_release_available_at_boundary(void **state) {
   drop_fixture(&fx);
 }
 
+/* release_available_cached_blocks when no single block is large enough:
+ * unsplit oversize blocks (>= max_split_size, so exactly 40 MiB counts) are
+ * freed from the largest down until the request's size is freed, and the
+ * malloc's first retry succeeds: no flush of the whole cache
+ * (num_alloc_retries stays 0). */
+static void test_release_available_frees_blocks_at_boundary(void **state) {
+  (void)state;
+  fixture fx = mss_fixture(100 * MiB);
+  grt_devptr a = must_malloc(fx.a, MSS, 0), b = must_malloc(fx.a, MSS, 0);
+  grt_devptr keep = must_malloc(fx.a, 18 * MiB, 0);
+  assert_int_equal(grt_alloc_free(fx.a, a), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, b), GRT_OK);
+  assert_int_equal(dev_stats(fx.dev).free_bytes, 2 * MiB);
+  grt_devptr p = must_malloc(fx.a, 2 * MSS, 0); /* 80 MiB: neither block alone; both together */
+  grt_alloc_stats s = stats_of(fx.a);
+  assert_int_equal(s.num_device_free, 2);
+  assert_int_equal(s.num_alloc_retries, 0);
+  assert_int_equal(p, a); /* the hole the two left, first fit */
+  assert_int_equal(s.oversize_segments.current, 1);
+  assert_int_equal(grt_alloc_free(fx.a, p), GRT_OK);
+  assert_int_equal(grt_alloc_free(fx.a, keep), GRT_OK);
+  drop_fixture(&fx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_oversize_counts_at_boundary), cmocka_unit_test(test_small_request_block_at_boundary),
-      cmocka_unit_test(test_request_at_boundary),         cmocka_unit_test(test_waste_limit_at_boundary),
-      cmocka_unit_test(test_split_remainder_at_boundary), cmocka_unit_test(test_release_available_at_boundary),
+      cmocka_unit_test(test_oversize_counts_at_boundary),
+      cmocka_unit_test(test_small_request_block_at_boundary),
+      cmocka_unit_test(test_request_at_boundary),
+      cmocka_unit_test(test_waste_limit_at_boundary),
+      cmocka_unit_test(test_split_remainder_at_boundary),
+      cmocka_unit_test(test_release_available_at_boundary),
+      cmocka_unit_test(test_release_available_frees_blocks_at_boundary),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
