@@ -24,7 +24,7 @@ stop() { # pid: TERM, then KILL after 10 s
   [ -n "$1" ] || return 0
   kill "$1" 2>/dev/null || return 0
   for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-  kill -9 "$1" 2>/dev/null
+  kill -9 "$1" 2>/dev/null || true
 }
 cleanup() { stop "$gpid"; stop "$ppid_"; rm -rf "$tmp"; }
 trap cleanup EXIT
@@ -66,7 +66,8 @@ prom_start_gpurt() {
       sleep 0.1
     done
     grep -q "serving metrics at" "$tmp/gpurt.log" && return 0
-    wait "$gpid" 2>/dev/null
+    stop "$gpid" # still running without serving (a plain wait could block for good)
+    wait "$gpid" 2>/dev/null || true # it failed (e.g. the port was taken meanwhile): try another
     gpid=""
   done
   fail "gpurt $1 --serve did not start"
