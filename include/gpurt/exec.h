@@ -315,15 +315,21 @@ GRT_API GRT_MUST_CHECK grt_status grt_exec_timeline_count(grt_exec *exec, size_t
  * An executable graph is a flat, pre-resolved array of nodes with precomputed
  * dependency counts: a launch allocates nothing per node.
  *
- * Memory nodes: grt_stream_malloc_async_graph / grt_stream_free_async_graph
- * are legal only while s captures; they record allocation and free nodes. The
- * block behind an allocation node is taken from the exec's device when the
- * node is captured (the captured work needs its address) and belongs to the
- * graph's memory pool: every replay uses the same address, and the block is
- * never handed to anyone else while the graph or an executable graph made
- * from it lives. A graph with memory nodes can have one executable graph at a
- * time (GRT_ERR_BUSY), as in CUDA. The stream-ordered pool (sorder.h) routes its
- * malloc_async/free_async here when the stream is capturing.
+ * Memory nodes: while s captures, grt_stream_malloc_async_graph /
+ * grt_stream_free_async_graph record allocation and free nodes. The block
+ * behind an allocation node is taken from the exec's device when the node is
+ * made (the captured work needs its address): every launch uses the same
+ * address, and no one else gets the block while a graph, an executable graph
+ * or a live allocation holds it. A launch allocates it; freed by a free node
+ * of the same graph, it is free again when the launch ends. Otherwise the
+ * allocation stays live after the launch (later stream work may use it)
+ * until it is freed outside the graph: grt_stream_free_async_graph on any
+ * stream outside a capture, or a launch of another graph with a free node
+ * for it; relaunching before that is GRT_ERR_INVALID_ARG (cudaErrorInvalidValue),
+ * and the relaunch after it waits for that free. A graph with memory nodes
+ * can have one executable graph at a time (GRT_ERR_BUSY), as in CUDA. The
+ * stream-ordered pool (sorder.h) routes its malloc_async/free_async here when
+ * the stream is capturing, and its free_async of graph memory at any time.
  *
  * Thread safety: every call may come from any thread; capture state, graphs
  * and executable graphs are guarded by the exec lock. Destroyed graphs and
@@ -366,8 +372,11 @@ GRT_API GRT_MUST_CHECK grt_status grt_graph_edge_count(grt_graph *g, size_t *out
  * graph of it still lives. The executable graph is independent of g. */
 GRT_API GRT_MUST_CHECK grt_status grt_graph_instantiate(grt_graph *g, grt_graph_exec **out);
 /* Enqueues one replay of ge on s (see above). GRT_ERR_INVALID_ARG for a
- * pointer that is not an executable graph, GRT_ERR_DESTROYED after destroy,
- * GRT_ERR_WRONG_DEVICE across execs, GRT_ERR_CAPTURE into a capturing stream. */
+ * pointer that is not an executable graph or while an allocation of ge's
+ * previous launch is not freed, GRT_ERR_DOUBLE_FREE when a free node of ge
+ * names another graph's allocation that is not live, GRT_ERR_DESTROYED after
+ * destroy, GRT_ERR_WRONG_DEVICE across execs, GRT_ERR_CAPTURE into a
+ * capturing stream. A refused launch changes nothing. */
 GRT_API GRT_MUST_CHECK grt_status grt_graph_launch(grt_graph_exec *ge, grt_stream *s);
 
 typedef enum grt_graph_update_result {
@@ -390,14 +399,24 @@ GRT_API GRT_MUST_CHECK grt_status grt_graph_exec_destroy(grt_graph_exec *ge);
 GRT_API GRT_MUST_CHECK grt_status grt_graph_exec_info(grt_graph_exec *ge, size_t *nodes, uint64_t *pool_bytes);
 
 /* Allocation node: legal only while s captures (GRT_ERR_STATE otherwise).
- * *out is fixed for the graph's lifetime. GRT_ERR_OOM / GRT_ERR_SIZE from the device. */
+ * *out is fixed for the node's lifetime. GRT_ERR_OOM / GRT_ERR_SIZE from the device. */
 GRT_API GRT_MUST_CHECK grt_status grt_stream_malloc_async_graph(grt_stream *s, uint64_t size, grt_devptr *out);
-/* Free node for an address of an allocation node of the same capture:
- * GRT_ERR_UNKNOWN_POINTER otherwise, GRT_ERR_DOUBLE_FREE if freed in it already. */
+/* While s captures: a free node for ptr, the address of an allocation node of
+ * this capture or of another graph. CUDA's rules: an allocation is freed in
+ * its own graph or in other graphs, never both, and once per graph
+ * (GRT_ERR_DOUBLE_FREE otherwise). Outside a capture: frees a live graph
+ * allocation at this point of s (cudaFreeAsync of graph memory);
+ * GRT_ERR_DOUBLE_FREE when it is not live. GRT_ERR_UNKNOWN_POINTER when ptr
+ * is not the address of an allocation node of this exec. */
 GRT_API GRT_MUST_CHECK grt_status grt_stream_free_async_graph(grt_stream *s, grt_devptr ptr);
+/* cudaDeviceGraphMemTrim: returns to the device the graph memory that waited
+ * only for its last free to be reached (blocks of destroyed graphs). */
+GRT_API GRT_MUST_CHECK grt_status grt_exec_graph_mem_trim(grt_exec *exec);
 
 /* cudaMalloc / cudaFree through the runtime: the synchronous device calls the
- * capture modes restrict (see above); otherwise grt_device_malloc / free. */
+ * capture modes restrict (see above); otherwise grt_device_malloc / free. The
+ * free of graph memory ends its live allocation at once (GRT_ERR_DOUBLE_FREE
+ * when it is not live); the block stays with its graph. */
 GRT_API GRT_MUST_CHECK grt_status grt_exec_device_malloc(grt_exec *exec, uint64_t size, grt_devptr *out);
 GRT_API GRT_MUST_CHECK grt_status grt_exec_device_free(grt_exec *exec, grt_devptr ptr);
 

@@ -170,7 +170,8 @@ GRT_API GRT_MUST_CHECK grt_status grt_malloc_async(grt_mempool *pool, uint64_t s
  * for a block already freed, GRT_ERR_UNKNOWN_POINTER for a pointer of another
  * pool, GRT_ERR_INVALID_ARG for a block of this pool's PyTorch path (free it
  * with grt_mempool_free), GRT_ERR_DESTROYED for a destroyed stream; nothing
- * changes on error. */
+ * changes on error. Memory a graph's allocation node made (any pool may be
+ * asked) is freed as grt_stream_free_async_graph does (exec.h). */
 GRT_API GRT_MUST_CHECK grt_status grt_free_async(grt_mempool *pool, grt_devptr ptr, grt_stream *s);
 /* The bug this layer exists to prevent: a host-order free, reusable by any
  * stream at once while earlier work may still use it. For demonstrations (S3)

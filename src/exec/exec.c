@@ -209,7 +209,8 @@ grt_status grt_exec_destroy(grt_exec *exec) {
     pthread_mutex_unlock(&exec->lock); /* never hold the exec lock into the device lock */
     st = grt_device_get_stats(exec->device, &ds);
     pthread_mutex_lock(&exec->lock);
-    if (!st && ds.segments) st = GRT_ERR_BUSY;
+    /* Graph memory still allocated (unfreed or freed after its graphs went) goes with the exec. */
+    if (!st && ds.segments > grt__graph_mem_segments(exec)) st = GRT_ERR_BUSY;
   }
   if (st) {
     pthread_mutex_unlock(&exec->lock);

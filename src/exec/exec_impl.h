@@ -253,6 +253,8 @@ struct grt_exec {
   struct grt_graph *graphs;   /* every graph ever made (zombies too) */
   struct grt_graph_exec *gexecs;
   unsigned live_graphs, live_gexecs;
+  grt__u64map gallocs;          /* graph allocations by address: every block not yet back on the device */
+  struct grt__gblock *gpending; /* blocks nothing refers to whose last free is still ahead */
 
   /* timeline */
   grt__trace_rec *trace;
@@ -377,6 +379,8 @@ void grt__graph_node_complete(grt_exec *exec, grt__op *node, uint64_t now); /* l
 bool grt__graph_cancel(grt_exec *exec, grt__op *op); /* lock held; true: op dropped */
 void grt__graph_launch_release(grt_exec *exec, grt__op *op); /* lock held; a launch op goes */
 void grt__graph_free_all(grt_exec *exec);              /* exec destroy */
+/* Lock held: device segments the exec's graph memory holds (exec destroy frees them). */
+size_t grt__graph_mem_segments(grt_exec *exec);
 /* Threads: a worker that ran node's body may run the returned node next
  * without the lock (NULL: none); grt__graph_chain_done (lock held) then
  * accounts for the count nodes first .. last (exclusive) before last

@@ -4,12 +4,12 @@
  *
  * Invariants: a graph's nodes are in capture order and every dependency
  * points at an earlier node (topological order). A graph with memory nodes
- * has at most one live executable graph (g->live_exec), which shares g's pool;
- * the pool's device blocks go back to the device with the last ref, always
- * after the exec lock is released. Destroyed graphs and executable graphs are
- * zombies (magic kept, contents freed) until the exec is destroyed.
+ * has at most one live executable graph (g->live_exec), as in CUDA; each
+ * holds refs on the blocks of its memory nodes (graph_mem.c), which go back
+ * to the device only after the exec lock is released. Destroyed graphs and
+ * executable graphs are zombies (magic kept, contents freed) until the exec
+ * is destroyed.
  */
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,7 +50,14 @@ grt_graph *grt__graph_new(grt_exec *exec) {
   return g;
 }
 
-void grt__graph_free_nodes(grt_graph *g) {
+void grt__graph_free_nodes(grt_graph *g, grt__gblock **batch) {
+  for (uint32_t i = 0; i < g->n; i++) {
+    grt__gblock *b = g->nodes[i].block;
+    if (!b) continue;
+    if (b->owner == g) b->owner = NULL; /* no more free nodes can join it */
+    grt__gblock_unref(g->exec, b, batch);
+  }
+  g->n_mem = 0;
   free(g->nodes);
   free(g->deps);
   g->nodes = NULL;
@@ -82,28 +89,11 @@ bool grt__graph_add_node(grt_graph *g, const grt__op *proto, const grt__idxvec *
   nd->proto.state = GRT__QUEUED;
   nd->dep_first = g->n_deps;
   nd->ndeps = deps->n;
+  nd->block = NULL;
   if (deps->n) memcpy(g->deps + g->n_deps, deps->v, deps->n * sizeof *deps->v);
   g->n_deps += deps->n;
   *idx = g->n++;
   return true;
-}
-
-void grt__graph_pool_unref(grt__gpool *p, grt__gblock **blocks, uint32_t *n) {
-  *blocks = NULL;
-  *n = 0;
-  if (!p || --p->refs) return;
-  *blocks = p->blocks;
-  *n = p->n;
-  free(p);
-}
-
-void grt__graph_free_blocks(grt_device *dev, grt__gblock *blocks, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++) {
-    grt_status st = grt_device_free(dev, blocks[i].ptr); /* blocks the graph allocated itself */
-    assert(st == GRT_OK);
-    (void)st;
-  }
-  free(blocks);
 }
 
 /* Locks g's exec when g is a live graph. */
@@ -130,13 +120,11 @@ grt_status grt_graph_destroy(grt_graph *g) {
   grt_exec *exec = g->exec;
   g->destroyed = true;
   exec->live_graphs--;
-  grt__graph_free_nodes(g);
-  grt__gblock *blocks;
-  uint32_t n;
-  grt__graph_pool_unref(g->pool, &blocks, &n);
-  g->pool = NULL;
+  grt__gblock *batch = NULL;
+  grt__graph_free_nodes(g, &batch);
+  grt__graph_mem_sweep(exec, &batch);
   pthread_mutex_unlock(&exec->lock);
-  grt__graph_free_blocks(exec->device, blocks, n);
+  grt__gblocks_release(exec->device, batch);
   return GRT_OK;
 }
 
@@ -176,9 +164,11 @@ grt_status grt_graph_instantiate(grt_graph *g, grt_graph_exec **out) {
   grt_graph_exec *ge = NULL;
   grt__gbody *body = NULL;
   if (exec->error) st = exec->error;
-  else if (g->pool && g->live_exec) st = GRT_ERR_BUSY;
+  else if (g->n_mem && g->live_exec) st = GRT_ERR_BUSY;
   else if (!(ge = calloc(1, sizeof *ge)) || !(body = grt__graph_body_build(g))) st = GRT_ERR_NOMEM;
+  else st = grt__graph_mem_snapshot(ge, g);
   if (st) {
+    grt__graph_body_free(body);
     free(ge);
     pthread_mutex_unlock(&exec->lock);
     return st;
@@ -189,11 +179,7 @@ grt_status grt_graph_instantiate(grt_graph *g, grt_graph_exec **out) {
   ge->body = body;
   body->refs = 1;
   ge->src = g;
-  if (g->pool) {
-    ge->pool = g->pool;
-    g->pool->refs++;
-    g->live_exec = ge;
-  }
+  if (g->n_mem) g->live_exec = ge;
   ge->all_next = exec->gexecs;
   exec->gexecs = ge;
   exec->live_gexecs++;
@@ -270,12 +256,11 @@ grt_status grt_graph_exec_destroy(grt_graph_exec *ge) {
   grt__graph_body_free(ge->body);
   ge->body = NULL;
   if (ge->src->live_exec == ge) ge->src->live_exec = NULL;
-  grt__gblock *blocks;
-  uint32_t n;
-  grt__graph_pool_unref(ge->pool, &blocks, &n);
-  ge->pool = NULL;
+  grt__gblock *batch = NULL;
+  grt__graph_mem_drop(ge, &batch);
+  grt__graph_mem_sweep(exec, &batch);
   pthread_mutex_unlock(&exec->lock);
-  grt__graph_free_blocks(exec->device, blocks, n);
+  grt__gblocks_release(exec->device, batch);
   return GRT_OK;
 }
 
@@ -283,7 +268,7 @@ grt_status grt_graph_exec_info(grt_graph_exec *ge, size_t *nodes, uint64_t *pool
   grt_status st = gexec_lock(ge);
   if (st) return st;
   if (nodes) *nodes = ge->body->n;
-  if (pool_bytes) *pool_bytes = ge->pool ? ge->pool->bytes : 0;
+  if (pool_bytes) *pool_bytes = ge->pool_bytes;
   pthread_mutex_unlock(&ge->exec->lock);
   return GRT_OK;
 }
@@ -302,9 +287,9 @@ void grt__graph_free_all(grt_exec *exec) {
   for (grt__capture *c = exec->captures, *n; c; c = n) {
     n = c->next;
     for (uint32_t i = 0; i < c->n_members; i++) grt__graph_idx_free(&c->members[i]->cap_front);
-    grt__graph_free_nodes(c->graph);
+    free(c->graph->nodes); /* its blocks go with the rest of graph memory below */
+    free(c->graph->deps);
     free(c->graph);
-    free(c->pool.blocks);
     free(c->members);
     free(c);
   }
@@ -316,11 +301,14 @@ void grt__graph_free_all(grt_exec *exec) {
       bn = b->next_retired;
       grt__graph_body_free(b);
     }
+    free(ge->mem);
     free(ge);
   }
   for (grt_graph *g = exec->graphs, *n; g; g = n) {
     n = g->all_next;
-    grt__graph_free_nodes(g);
+    free(g->nodes);
+    free(g->deps);
     free(g);
   }
+  grt__graph_mem_free_all(exec);
 }

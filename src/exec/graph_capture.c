@@ -1,6 +1,7 @@
 /* graph_capture.c — stream capture: begin/end, ops diverted into a graph,
- * fork/join through events, memory nodes, and the rules of what is illegal
- * while a capture is in progress (docs/EXEC.md, "Graphs").
+ * fork/join through events, and the rules of what is illegal while a
+ * capture is in progress (docs/EXEC.md, "Graphs"); its memory nodes are in
+ * graph_mem.c.
  *
  * Invariants (exec lock): a stream is in at most one capture (s->cap); every
  * member of a capture points back at it; an event with ev->cap set was last
@@ -10,7 +11,6 @@
  * stays in progress (its streams refuse ops with GRT_ERR_CAPTURE) until
  * end-capture reports the error.
  */
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,7 +54,6 @@ grt_status grt_stream_begin_capture(grt_stream *s, grt_capture_mode mode) {
     c->origin = s;
     c->mode = mode;
     c->thread = pthread_self();
-    c->pool.refs = 1;
     c->next = exec->captures;
     exec->captures = c;
   }
@@ -129,28 +128,20 @@ grt_status grt_stream_end_capture(grt_stream *s, grt_graph **graph_out) {
   bool ok = !c->invalid && !exec->error && all_joined(c);
   detach(exec, c);
   grt_graph *g = c->graph;
-  grt__gblock *blocks = NULL;
-  uint32_t nblocks = 0;
-  if (ok && c->pool.n && !(g->pool = malloc(sizeof *g->pool))) ok = false;
+  grt__gblock *batch = NULL; /* an unfinished graph's memory goes back */
   if (ok) {
-    if (c->pool.n) {
-      *g->pool = c->pool;
-      g->pool->refs = 1;
-    }
     g->all_next = exec->graphs;
     exec->graphs = g;
     exec->live_graphs++;
     *graph_out = g;
   } else {
-    grt__graph_free_nodes(g);
+    grt__graph_free_nodes(g, &batch);
     free(g);
-    blocks = c->pool.blocks;
-    nblocks = c->pool.n;
     st = exec->error ? exec->error : GRT_ERR_CAPTURE;
   }
   pthread_mutex_unlock(&exec->lock);
   free(c);
-  grt__graph_free_blocks(exec->device, blocks, nblocks);
+  grt__gblocks_release(exec->device, batch);
   return st;
 }
 
@@ -252,91 +243,6 @@ grt_status grt__graph_device_sync_check(grt_exec *exec) {
   return GRT_ERR_CAPTURE;
 }
 
-/* ---- memory nodes ---------------------------------------------------------- */
-
-/* Locks s's exec and finds its valid capture. */
-static grt_status capture_lock(grt_stream *s, grt__capture **out) {
-  grt_status st = grt__stream_lock(s);
-  if (st) return st;
-  *out = s->cap;
-  st = !s->cap ? GRT_ERR_STATE : s->cap->invalid ? GRT_ERR_CAPTURE : GRT_OK;
-  if (st) pthread_mutex_unlock(&s->exec->lock);
-  return st;
-}
-
-static bool pool_add(grt__gpool *p, grt_devptr ptr, uint64_t size) {
-  if (p->n == p->cap) {
-    uint32_t cap = p->cap ? 2 * p->cap : 8;
-    grt__gblock *b = realloc(p->blocks, cap * sizeof *b);
-    if (!b) return false;
-    p->blocks = b;
-    p->cap = cap;
-  }
-  p->blocks[p->n++] = (grt__gblock){ptr, size, false};
-  p->bytes += size;
-  return true;
-}
-
-static void mem_proto(grt__op *proto, grt_stream *s, uint8_t kind, grt_devptr ptr, uint64_t size) {
-  memset(proto, 0, sizeof *proto);
-  proto->stream = s;
-  proto->kind = kind;
-  proto->engine = GRT__ENGINE_NONE;
-  proto->u.mem.dev = ptr;
-  proto->u.mem.bytes = size;
-  snprintf(proto->name, sizeof proto->name, "%s 0x%llx", kind == GRT__OP_GALLOC ? "graph alloc" : "graph free",
-           (unsigned long long)ptr);
-}
-
-grt_status grt_stream_malloc_async_graph(grt_stream *s, uint64_t size, grt_devptr *out) {
-  if (!out) return GRT_ERR_INVALID_ARG;
-  grt__capture *c;
-  grt_status st = capture_lock(s, &c);
-  if (st) return st;
-  grt_exec *exec = s->exec;
-  uint64_t id = c->id;
-  pthread_mutex_unlock(&exec->lock); /* the device lock is never taken under the exec lock */
-  grt_devptr p;
-  if ((st = grt_device_malloc(exec->device, size, &p))) return st;
-  pthread_mutex_lock(&exec->lock);
-  c = s->cap;
-  if (!c || c->id != id) st = GRT_ERR_STATE; /* the capture ended meanwhile */
-  else if (c->invalid) st = GRT_ERR_CAPTURE;
-  else if (!pool_add(&c->pool, p, size)) st = GRT_ERR_NOMEM;
-  if (!st) {
-    grt__op proto;
-    mem_proto(&proto, s, GRT__OP_GALLOC, p, size);
-    if ((st = capture_node(s, &proto))) c->pool.bytes -= c->pool.blocks[--c->pool.n].size;
-  }
-  pthread_mutex_unlock(&exec->lock);
-  if (st) {
-    grt_status fst = grt_device_free(exec->device, p); /* allocated just above */
-    assert(fst == GRT_OK);
-    (void)fst;
-  } else {
-    *out = p;
-  }
-  return st;
-}
-
-grt_status grt_stream_free_async_graph(grt_stream *s, grt_devptr ptr) {
-  grt__capture *c;
-  grt_status st = capture_lock(s, &c);
-  if (st) return st;
-  grt__gblock *b = NULL;
-  for (uint32_t i = 0; i < c->pool.n && !b; i++)
-    if (c->pool.blocks[i].ptr == ptr) b = &c->pool.blocks[i];
-  if (!b) st = GRT_ERR_UNKNOWN_POINTER;
-  else if (b->freed_in_graph) st = GRT_ERR_DOUBLE_FREE;
-  else {
-    grt__op proto;
-    mem_proto(&proto, s, GRT__OP_GFREE, ptr, b->size);
-    if (!(st = capture_node(s, &proto))) b->freed_in_graph = true;
-  }
-  pthread_mutex_unlock(&s->exec->lock);
-  return st;
-}
-
 /* ---- synchronous device calls (cudaMalloc / cudaFree) ------------------------ */
 
 /* CUDA's rule for "potentially unsafe" calls: forbidden in a thread with its
@@ -366,5 +272,7 @@ grt_status grt_exec_device_malloc(grt_exec *exec, uint64_t size, grt_devptr *out
 grt_status grt_exec_device_free(grt_exec *exec, grt_devptr ptr) {
   if (!exec || exec->magic != GRT__EXEC_MAGIC) return GRT_ERR_INVALID_ARG;
   grt_status st = unsafe_call_check(exec);
-  return st ? st : grt_device_free(exec->device, ptr);
+  bool graph_memory = false;
+  if (!st) st = grt__graph_mem_free_now(exec, ptr, &graph_memory);
+  return st || graph_memory ? st : grt_device_free(exec->device, ptr);
 }

@@ -103,16 +103,17 @@ grt__gbody *grt__graph_body_build(const grt_graph *g) {
 grt_status grt_graph_launch(grt_graph_exec *ge, grt_stream *s) { return grt_graph_launch_ex(ge, s, NULL); }
 
 /* The launch op waits for the previous launch when that was on another
- * stream; with id it gets one (op.c's rule: written only on success). */
+ * stream, and for the frees its allocations wait for (graph_mem.c); with id
+ * it gets one (op.c's rule: written only on success). */
 static grt_status submit_launch(grt_graph_exec *ge, grt_stream *s, grt__op *op, grt_op_id *id) {
   grt_exec *exec = s->exec;
   grt_stream *prev = ge->last_stream;
   uint64_t t = 0;
-  grt_status st = GRT_OK;
-  if (prev && prev != s && grt__done(prev) < ge->last_seq &&
+  grt_status st = grt__graph_mem_launch_check(ge, op);
+  if (!st && prev && prev != s && grt__done(prev) < ge->last_seq &&
       !grt__op_add_dep(op, prev, ge->last_seq, ge->last_uid, NULL))
     st = GRT_ERR_NOMEM;
-  else if (id) st = grt__op_id_take(exec, &t);
+  if (!st && id) st = grt__op_id_take(exec, &t);
   if (st) {
     grt__op_free(exec, op);
     return st;
@@ -126,6 +127,7 @@ static grt_status submit_launch(grt_graph_exec *ge, grt_stream *s, grt__op *op, 
   ge->last_stream = s;
   ge->last_seq = seq;
   ge->last_uid = uid;
+  grt__graph_mem_launched(ge, s, seq, uid);
   if (id) *id = t;
   return GRT_OK;
 }

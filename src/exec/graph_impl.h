@@ -17,9 +17,13 @@
  * a new body; the old one lives until the launches already issued with it end
  * (refs). Everything here is guarded by the exec lock.
  *
- * Memory nodes: the blocks behind allocation nodes form the graph's pool
- * (grt__gpool), shared by refcount between the graph and its one executable
- * graph; the device blocks are freed (outside the exec lock) with the last ref.
+ * Memory nodes (graph_mem.c): each allocation node has a block of device
+ * memory (grt__gblock) for its whole life, found by address in the exec's
+ * map. Its allocation is live (API order) from a launch of an executable
+ * graph made with the node until a free: a free node of that snapshot, a
+ * free_async outside any graph, or a launch of another graph with a free
+ * node for it. The block goes back to the device (outside the exec lock)
+ * once nothing refers to it, it is not live and its last free was reached.
  */
 #ifndef GRT_GRAPH_IMPL_H
 #define GRT_GRAPH_IMPL_H
@@ -32,19 +36,32 @@
 typedef struct grt__gblock {
   grt_devptr ptr;
   uint64_t size;
-  bool freed_in_graph; /* a free node of the capture names it */
+  unsigned refs;            /* its allocation node, and every free node and executable graph naming it */
+  struct grt_graph *owner;  /* the graph of its allocation node; NULL once that graph is destroyed */
+  bool freed_in_owner;      /* a free node of the owner names it */
+  bool freed_elsewhere;     /* a free node of another graph names it */
+  bool live;                /* allocated by a launch and not freed since (API order) */
+  grt_stream *free_s;       /* the last free outside the allocating launch: a relaunch waits for it */
+  uint64_t free_seq, free_uid;
+  struct grt__gblock *next; /* on the exec's list awaiting release, or in a batch being released */
 } grt__gblock;
 
-typedef struct grt__gpool {
-  unsigned refs;
-  grt__gblock *blocks;
-  uint32_t n, cap;
-  uint64_t bytes;
-} grt__gpool;
+/* A memory node of an executable graph's snapshot. */
+typedef enum grt__gmem_how {
+  GRT__GMEM_ALLOC,        /* its allocation node, not freed in the snapshot: live after a launch */
+  GRT__GMEM_ALLOC_FREED,  /* its allocation node and a free node of the snapshot */
+  GRT__GMEM_FOREIGN_FREE  /* a free node for another graph's allocation */
+} grt__gmem_how;
+
+typedef struct grt__gmem {
+  grt__gblock *b;
+  uint8_t how;
+} grt__gmem;
 
 typedef struct grt__gnode {
   grt__op proto;             /* kind, engine, duration, u, name */
   uint32_t dep_first, ndeps; /* predecessors: graph->deps[dep_first .. +ndeps) */
+  grt__gblock *block;        /* memory nodes: the block allocated or freed */
 } grt__gnode;
 
 struct grt_graph {
@@ -56,7 +73,7 @@ struct grt_graph {
   uint32_t n, cap;
   uint32_t *deps;
   uint32_t n_deps, deps_cap;
-  grt__gpool *pool;              /* NULL: no memory nodes */
+  uint32_t n_mem;                   /* memory nodes (allocation and free) */
   struct grt_graph_exec *live_exec; /* with memory nodes: its one executable graph */
   struct grt_graph *all_next;
 };
@@ -86,7 +103,9 @@ struct grt_graph_exec {
   char name[GRT__OP_NAME_MAX];
   grt__gbody *body;    /* current */
   grt__gbody *retired; /* replaced by an update, launches pending */
-  grt__gpool *pool;    /* NULL: no memory nodes */
+  grt__gmem *mem;      /* its memory nodes */
+  uint32_t n_mem;
+  uint64_t pool_bytes; /* the blocks of its allocation nodes */
   grt_graph *src;      /* the graph it was made from (zombie-safe) */
   unsigned inflight;   /* launches issued, not finished */
   grt_stream *last_stream; /* the previous launch: (stream, seq, uid) */
@@ -102,7 +121,6 @@ struct grt__capture {
   pthread_t thread;
   bool invalid;
   grt_graph *graph; /* being built; joins exec->graphs at end-capture */
-  grt__gpool pool;  /* blocks of its allocation nodes */
   grt_stream **members;
   uint32_t n_members, cap_members;
   grt__capture *next;
@@ -113,12 +131,30 @@ bool grt__graph_idx_push(grt__idxvec *v, uint32_t x);      /* appends if absent 
 bool grt__graph_idx_copy(grt__idxvec *dst, const grt__idxvec *src);
 void grt__graph_idx_free(grt__idxvec *v);
 grt_graph *grt__graph_new(grt_exec *exec);
-void grt__graph_free_nodes(grt_graph *g);
+/* Frees g's nodes; blocks that lose their last ref join *batch (lock held). */
+void grt__graph_free_nodes(grt_graph *g, grt__gblock **batch);
 bool grt__graph_add_node(grt_graph *g, const grt__op *proto, const grt__idxvec *deps, uint32_t *idx);
-/* Drops a pool ref; when it was the last, moves the blocks into *blocks (the
- * caller frees them on the device after unlocking). */
-void grt__graph_pool_unref(grt__gpool *p, grt__gblock **blocks, uint32_t *n);
-void grt__graph_free_blocks(grt_device *dev, grt__gblock *blocks, uint32_t n); /* lock NOT held */
+
+/* graph_mem.c (lock held unless said otherwise). A batch is a list of blocks
+ * taken off the exec, to be freed on the device once the lock is released. */
+void grt__gblock_unref(grt_exec *exec, grt__gblock *b, grt__gblock **batch);
+void grt__gblocks_release(grt_device *dev, grt__gblock *batch); /* lock NOT held */
+/* Blocks whose release waited for a free that has now been reached join *batch. */
+void grt__graph_mem_sweep(grt_exec *exec, grt__gblock **batch);
+/* ge's memory nodes from g at instantiate (refs taken); GRT_ERR_NOMEM, nothing taken. */
+grt_status grt__graph_mem_snapshot(grt_graph_exec *ge, const grt_graph *g);
+void grt__graph_mem_drop(grt_graph_exec *ge, grt__gblock **batch); /* ge destroyed */
+/* Before a launch op of ge is issued: refuses (nothing changed) a launch
+ * whose allocations are still live or whose free nodes free memory that is
+ * not, and adds to op the deps on the frees its allocations wait for. */
+grt_status grt__graph_mem_launch_check(const grt_graph_exec *ge, grt__op *op);
+/* The launch (s, seq, uid) was issued: its allocations are live, its foreign frees done. */
+void grt__graph_mem_launched(grt_graph_exec *ge, grt_stream *s, uint64_t seq, uint64_t uid);
+void grt__graph_mem_free_all(grt_exec *exec); /* exec destroy, lock NOT held: every block to the device */
+/* cudaFree of graph memory (lock NOT held): *graph_memory says whether ptr is
+ * an allocation node's; if so a live allocation ends at once (GRT_ERR_DOUBLE_FREE
+ * when it is not live) and the device block stays with its graph. */
+grt_status grt__graph_mem_free_now(grt_exec *exec, grt_devptr ptr, bool *graph_memory);
 
 /* graph_exec.c */
 grt__gbody *grt__graph_body_build(const grt_graph *g);

@@ -466,6 +466,8 @@ grt_status grt_free_async(grt_mempool *p, grt_devptr ptr, grt_stream *s) {
   }
   if (!st) park(p, b, sid, ev);
   grt__mp_unlock(p);
+  /* Not the pool's: memory a graph's allocation node made, which any stream may free. */
+  if (st == GRT_ERR_UNKNOWN_POINTER) st = grt_stream_free_async_graph(s, ptr);
   return st;
 }
 

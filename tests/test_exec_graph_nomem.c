@@ -1,0 +1,184 @@
+/* test_exec_graph_nomem.c — graph calls that run out of host memory change
+ * nothing (nomem_wrap.h fails the 1st, 2nd, ... allocation of a call until
+ * one gets through): memory nodes in a capture (the block, its map entry, the
+ * node), instantiate (the body, the memory snapshot), a launch with deps on a
+ * free and on the previous launch, and a free of graph memory outside any
+ * graph. After each refusal the graph memory's state reads as before and the
+ * next attempt gives the result a call without failures gives. Virtual clock
+ * only: no worker thread allocates behind the test's back. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "gpurt/exec.h"
+#include "nomem_wrap.h"
+
+typedef struct world {
+  grt_exec *exec;
+  grt_stream *s, *t;
+} world;
+
+static world world_new(void) {
+  grt_exec_config cfg;
+  grt_exec_config_default(&cfg);
+  cfg.clock = GRT_CLOCK_VIRTUAL;
+  cfg.device_capacity = 16 * GRT_MiB;
+  world w = {0};
+  assert_int_equal(grt_exec_create(&cfg, &w.exec), GRT_OK);
+  assert_int_equal(grt_stream_create(w.exec, GRT_STREAM_NON_BLOCKING, 0, &w.s), GRT_OK);
+  assert_int_equal(grt_stream_create(w.exec, GRT_STREAM_NON_BLOCKING, 0, &w.t), GRT_OK);
+  return w;
+}
+
+static void world_end(world *w) {
+  assert_int_equal(grt_stream_destroy(w->s), GRT_OK);
+  assert_int_equal(grt_stream_destroy(w->t), GRT_OK);
+  assert_int_equal(grt_exec_destroy(w->exec), GRT_OK);
+}
+
+static size_t segments(grt_exec *exec) {
+  grt_device *dev;
+  grt_device_stats ds;
+  assert_int_equal(grt_exec_get_device(exec, &dev), GRT_OK);
+  assert_int_equal(grt_device_get_stats(dev, &ds), GRT_OK);
+  return ds.segments;
+}
+
+static size_t nodes_of(grt_graph *g) {
+  size_t n = 0;
+  assert_int_equal(grt_graph_node_count(g, &n), GRT_OK);
+  return n;
+}
+
+/* Fails allocation k of a capture's allocation node, k = 1, 2, ...: the
+ * capture is as before (no node, no block, still valid) until one succeeds. */
+static grt_graph *capture_alloc_nomem(world *w, grt_devptr *p) {
+  grt_kernel_desc k = {NULL, NULL, 100, GRT_ENGINE_COMPUTE, "k"};
+  assert_int_equal(grt_stream_begin_capture(w->s, GRT_CAPTURE_RELAXED), GRT_OK);
+  assert_int_equal(grt_launch_kernel(w->s, &k), GRT_OK);
+  for (long n = 1;; n++) {
+    nomem_arm(n);
+    grt_status st = grt_stream_malloc_async_graph(w->s, 4096, p);
+    if (!nomem_disarm()) {
+      assert_int_equal(st, GRT_OK);
+      assert_true(n > 1); /* the call allocates: its failures were tried */
+      break;
+    }
+    assert_int_equal(st, GRT_ERR_NOMEM);
+    assert_int_equal(segments(w->exec), 0);
+    grt_capture_status cs;
+    assert_int_equal(grt_stream_capture_status(w->s, &cs), GRT_OK);
+    assert_int_equal(cs, GRT_CAPTURE_STATUS_ACTIVE);
+  }
+  assert_int_equal(grt_launch_kernel(w->s, &k), GRT_OK);
+  grt_graph *g = NULL;
+  assert_int_equal(grt_stream_end_capture(w->s, &g), GRT_OK);
+  assert_int_equal(nodes_of(g), 3);
+  return g;
+}
+
+static grt_graph_exec *instantiate_nomem(grt_graph *g) {
+  grt_graph_exec *ge = NULL;
+  for (long n = 1;; n++) {
+    nomem_arm(n);
+    grt_status st = grt_graph_instantiate(g, &ge);
+    if (!nomem_disarm()) {
+      assert_int_equal(st, GRT_OK);
+      assert_true(n > 1);
+      return ge;
+    }
+    assert_int_equal(st, GRT_ERR_NOMEM);
+    assert_null(ge);
+  }
+}
+
+static void test_memory_nodes_nomem(void **state) {
+  (void)state;
+  world w = world_new();
+  grt_devptr p;
+  grt_graph *g = capture_alloc_nomem(&w, &p);
+  grt_graph_exec *ge = instantiate_nomem(g);
+  grt_graph_exec *ge2;
+  assert_int_equal(grt_graph_instantiate(g, &ge2), GRT_ERR_BUSY); /* the failed ones left no executable graph */
+
+  /* A freeing graph captured on t: its foreign free node under failures. */
+  assert_int_equal(grt_stream_begin_capture(w.t, GRT_CAPTURE_RELAXED), GRT_OK);
+  for (long n = 1;; n++) {
+    nomem_arm(n);
+    grt_status st = grt_stream_free_async_graph(w.t, p);
+    if (!nomem_disarm()) {
+      assert_int_equal(st, GRT_OK);
+      assert_true(n > 1); /* the call allocates: its failures were tried */
+      break;
+    }
+    assert_int_equal(st, GRT_ERR_NOMEM);
+  }
+  grt_graph *gf;
+  assert_int_equal(grt_stream_end_capture(w.t, &gf), GRT_OK);
+  assert_int_equal(nodes_of(gf), 1);
+  grt_graph_exec *ef = instantiate_nomem(gf);
+
+  /* Launch on s, free outside on t behind a gate, and a relaunch on u with
+   * two deps (the previous launch on s, the free on t). */
+  grt_stream *u;
+  assert_int_equal(grt_stream_create(w.exec, GRT_STREAM_NON_BLOCKING, 0, &u), GRT_OK);
+  assert_int_equal(grt_graph_launch(ge, w.s), GRT_OK);
+  grt_user_event *gate;
+  assert_int_equal(grt_user_event_create(w.exec, "gate", &gate), GRT_OK);
+  assert_int_equal(grt_stream_wait_user_event(w.t, gate, 1), GRT_OK);
+  grt_kernel_desc k0 = {NULL, NULL, 0, GRT_ENGINE_COMPUTE, "k0"};
+  for (;;) { /* use up the free ops, so that the free's marker needs a new slab */
+    nomem_arm(1);
+    grt_status st = grt_launch_kernel(w.t, &k0);
+    if (nomem_disarm()) {
+      assert_int_equal(st, GRT_ERR_NOMEM);
+      break;
+    }
+    assert_int_equal(st, GRT_OK);
+  }
+  for (long n = 1;; n++) {
+    nomem_arm(n);
+    grt_status st = grt_stream_free_async_graph(w.t, p);
+    if (!nomem_disarm()) {
+      assert_int_equal(st, GRT_OK);
+      assert_true(n > 1); /* the call allocates: its failures were tried */
+      break;
+    }
+    assert_int_equal(st, GRT_ERR_NOMEM);
+    assert_int_equal(grt_graph_launch(ge, w.s), GRT_ERR_INVALID_ARG); /* still live */
+  }
+  assert_int_equal(grt_graph_launch(ef, w.t), GRT_ERR_DOUBLE_FREE); /* freed above */
+  for (long n = 1;; n++) {
+    nomem_arm(n);
+    grt_status st = grt_graph_launch(ge, u);
+    if (!nomem_disarm()) {
+      assert_int_equal(st, GRT_OK);
+      assert_true(n > 1); /* the call allocates: its failures were tried */
+      break;
+    }
+    assert_int_equal(st, GRT_ERR_NOMEM);
+    assert_int_equal(grt_graph_launch(ef, w.t), GRT_ERR_DOUBLE_FREE); /* not allocated again */
+  }
+  assert_int_equal(grt_stream_query(u), GRT_ERR_NOT_READY); /* it waits for t's free */
+  assert_int_equal(grt_user_event_signal(gate, 1), GRT_OK);
+  assert_int_equal(grt_graph_launch(ef, w.t), GRT_OK);
+  assert_int_equal(grt_exec_synchronize(w.exec), GRT_OK);
+  assert_int_equal(grt_user_event_destroy(gate), GRT_OK);
+  assert_int_equal(grt_stream_destroy(u), GRT_OK);
+  assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
+  assert_int_equal(grt_graph_exec_destroy(ef), GRT_OK);
+  assert_int_equal(grt_graph_destroy(g), GRT_OK);
+  assert_int_equal(grt_graph_destroy(gf), GRT_OK);
+  assert_int_equal(segments(w.exec), 0); /* freed by ef, nothing refers to it: back */
+  world_end(&w);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_memory_nodes_nomem),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
