@@ -289,21 +289,28 @@ GRT_API GRT_MUST_CHECK grt_status grt_exec_timeline_count(grt_exec *exec, size_t
  * the graph; every forked stream must have joined (its last node is an
  * ancestor of the origin's last node), else GRT_ERR_CAPTURE and no graph.
  *
- * Illegal during capture (GRT_ERR_CAPTURE, and the capture is invalidated: ops
+ * Illegal during capture (an error, and the capture is invalidated: ops
  * issued to its streams then return GRT_ERR_CAPTURE and end-capture returns
  * GRT_ERR_CAPTURE with no graph; the streams leave capture mode either way):
- *  - query or synchronize of a capturing stream, or of a captured event (also
- *    elapsed time with one);
- *  - grt_exec_synchronize while any capture is active (invalidates all);
- *  - use of the legacy default stream (ops, waits, records, sync) while a
- *    blocking stream captures (invalidates the blocking streams' captures);
- *  - a wait of a capturing stream on an event recorded outside the capture
- *    (isolation) or in another capture; user-event ops and graph launches
- *    into a capturing stream;
- *  - synchronous device malloc/free (grt_exec_device_malloc/free) where the
- *    mode forbids it: the calling thread captures in GLOBAL or THREAD_LOCAL
- *    mode, or another thread captures in GLOBAL mode (CUDA's rule for
- *    "potentially unsafe" calls). RELAXED captures forbid nothing of this kind.
+ *  - GRT_ERR_CAPTURE: query or synchronize of a capturing stream, or of a
+ *    captured event (also elapsed time with one); grt_exec_synchronize while
+ *    any capture is active (invalidates all); a wait of a capturing stream on
+ *    an event recorded outside the capture (isolation) or in another capture;
+ *    user-event ops and graph launches into a capturing stream;
+ *  - GRT_ERR_CAPTURE_IMPLICIT: use of the legacy default stream (ops, waits,
+ *    records, query, sync) while a blocking stream captures (invalidates the
+ *    blocking streams' captures; grt_stream_capture_status of the legacy
+ *    stream fails the same way but invalidates nothing);
+ *  - GRT_ERR_CAPTURE_UNSUPPORTED: CUDA's "potentially unsafe" calls —
+ *    grt_stream_query / grt_stream_synchronize / grt_event_query /
+ *    grt_event_synchronize of a stream or event outside every capture, and
+ *    synchronous device malloc/free (grt_exec_device_malloc/free) — where a
+ *    capture forbids them to the calling thread: a capture the thread began
+ *    in GLOBAL or THREAD_LOCAL mode, or another thread's GLOBAL capture. Each
+ *    capture that forbids the call is invalidated. RELAXED captures forbid
+ *    nothing of this kind. The query of the exec's completion interface
+ *    (grt_exec_stream_ops' event_query) is not such a call: it answers a
+ *    layer below, which has no mode to choose.
  * Modes also decide who may end a capture: GLOBAL and THREAD_LOCAL captures
  * only from the thread that began them (GRT_ERR_NOT_PERMITTED otherwise,
  * capture unchanged); RELAXED from any thread.
@@ -359,7 +366,8 @@ GRT_API GRT_MUST_CHECK grt_status grt_stream_begin_capture(grt_stream *s, grt_ca
  * wrong thread (non-relaxed; capture unchanged); GRT_ERR_CAPTURE if the capture
  * was invalidated or a forked stream did not join (the capture is over). */
 GRT_API GRT_MUST_CHECK grt_status grt_stream_end_capture(grt_stream *s, grt_graph **graph_out);
-/* Legal during capture. */
+/* Legal during capture. GRT_ERR_CAPTURE_IMPLICIT (*out unwritten, nothing
+ * invalidated) for the legacy stream while a blocking stream captures. */
 GRT_API GRT_MUST_CHECK grt_status grt_stream_capture_status(grt_stream *s, grt_capture_status *out);
 
 GRT_API GRT_MUST_CHECK grt_status grt_graph_destroy(grt_graph *g);

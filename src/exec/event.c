@@ -124,13 +124,25 @@ static grt_status captured(grt_event *ev) {
   return GRT_ERR_CAPTURE;
 }
 
-grt_status grt_event_query(grt_event *ev) {
+/* Query or sync of any other event is one of CUDA's "potentially unsafe"
+ * calls, which the capture modes govern (capture_mode.c). Lock held. */
+static grt_status sync_check(grt_event *ev) {
+  grt_status st = captured(ev);
+  return st ? st : grt__capture_unsafe_check(ev->exec);
+}
+
+/* by_app: the application asks (the capture modes apply); else the exec's
+ * completion interface asks for a layer below, which has no capture mode to
+ * choose and must get the truth (a refused query would read as complete). */
+static grt_status event_query(grt_event *ev, bool by_app) {
   grt_status st = ev_lock(ev);
   if (st) return st;
-  if (!(st = captured(ev))) st = grt__query_seq(ev->exec, ev->stream, ev->seq);
+  if (!(st = by_app ? sync_check(ev) : captured(ev))) st = grt__query_seq(ev->exec, ev->stream, ev->seq);
   pthread_mutex_unlock(&ev->exec->lock);
   return st;
 }
+
+grt_status grt_event_query(grt_event *ev) { return event_query(ev, true); }
 
 typedef struct snap {
   grt_stream *s;
@@ -150,7 +162,7 @@ grt_status grt_event_synchronize(grt_event *ev) {
   grt_stream *on = ev->stream; /* the snapshot's stream, for the sync observers */
   if (grt__in_body(exec)) st = GRT_ERR_NOT_PERMITTED;
   else if (exec->error) st = exec->error;
-  else if ((st = captured(ev))) {
+  else if ((st = sync_check(ev))) {
   } else if (ev->stream) {
     snap t = {ev->stream, ev->seq}; /* the snapshot at call time */
     st = grt__wait(exec, snap_done, &t, !(ev->flags & GRT_EVENT_BLOCKING_SYNC), false);
@@ -218,7 +230,7 @@ static grt_status ops_record(void *ctx, grt_stream_id id, uint64_t *event) {
 static int ops_query(void *ctx, uint64_t event) {
   grt_event *ev = id_event(event);
   grt_status st = foreign(ctx, ev);
-  if (!st) st = grt_event_query(ev);
+  if (!st) st = event_query(ev, false);
   return st != GRT_ERR_NOT_READY;
 }
 

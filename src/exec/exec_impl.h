@@ -374,6 +374,10 @@ grt_status grt__graph_capture_record(grt_event *ev, grt_stream *s); /* lock held
 grt_status grt__graph_capture_wait(grt_stream *s, grt_event *ev);   /* lock held; s captures or ev is captured */
 void grt__graph_invalidate(grt__capture *c);                        /* lock held */
 grt_status grt__graph_device_sync_check(grt_exec *exec);            /* lock held; invalidates every capture */
+/* capture_mode.c, lock held: a "potentially unsafe" call (stream or event query or synchronize,
+ * synchronous device malloc/free) by the calling thread. GRT_ERR_CAPTURE_UNSUPPORTED when a capture
+ * in progress forbids it to this thread (each such capture is invalidated), else GRT_OK. */
+grt_status grt__capture_unsafe_check(grt_exec *exec);
 void grt__graph_expand(grt_exec *exec, grt__op *op, uint64_t now); /* lock held; a launch became ready */
 void grt__graph_node_complete(grt_exec *exec, grt__op *node, uint64_t now); /* lock held */
 bool grt__graph_cancel(grt_exec *exec, grt__op *op); /* lock held; true: op dropped */

@@ -145,12 +145,31 @@ grt_status grt_stream_end_capture(grt_stream *s, grt_graph **graph_out) {
   return st;
 }
 
+/* A blocking stream (not GRT_STREAM_NON_BLOCKING) is a member of c. */
+static bool has_blocking_member(const grt__capture *c) {
+  for (uint32_t i = 0; i < c->n_members; i++)
+    if (!(c->members[i]->flags & GRT_STREAM_NON_BLOCKING)) return true;
+  return false;
+}
+
+/* True while a capture has a blocking member: the legacy stream is then
+ * unusable (lock held). */
+static bool legacy_blocked(grt_exec *exec) {
+  for (const grt__capture *c = exec->captures; c; c = c->next)
+    if (has_blocking_member(c)) return true;
+  return false;
+}
+
+/* cudaStreamIsCapturing: asked of the legacy stream while a blocking stream
+ * captures it fails with cudaErrorStreamCaptureImplicit (the status left
+ * unwritten) and, unlike other uses of it, does not invalidate the capture. */
 grt_status grt_stream_capture_status(grt_stream *s, grt_capture_status *out) {
   if (!out) return GRT_ERR_INVALID_ARG;
   grt_status st = grt__stream_check(s);
   if (st) return st;
   pthread_mutex_lock(&s->exec->lock);
   if (s->destroyed) st = GRT_ERR_DESTROYED;
+  else if (s == s->exec->legacy && legacy_blocked(s->exec)) st = GRT_ERR_CAPTURE_IMPLICIT;
   else *out = !s->cap ? GRT_CAPTURE_STATUS_NONE : s->cap->invalid ? GRT_CAPTURE_STATUS_INVALIDATED
                                                                     : GRT_CAPTURE_STATUS_ACTIVE;
   pthread_mutex_unlock(&s->exec->lock);
@@ -185,17 +204,16 @@ grt_status grt__graph_capture_submit(grt__op *op) {
 }
 
 /* Legacy-stream use while a blocking stream captures: CUDA would make the
- * capturing stream wait on (or be waited on by) the legacy stream. */
+ * capturing stream wait on (or be waited on by) the legacy stream, so it
+ * fails with cudaErrorStreamCaptureImplicit and invalidates the capture. */
 grt_status grt__graph_legacy_check(grt_exec *exec, grt_stream *s) {
   if (s != exec->legacy || !exec->captures) return GRT_OK;
   grt_status st = GRT_OK;
   for (grt__capture *c = exec->captures; c; c = c->next)
-    for (uint32_t i = 0; i < c->n_members; i++)
-      if (!(c->members[i]->flags & GRT_STREAM_NON_BLOCKING)) {
-        invalidate(c);
-        st = GRT_ERR_CAPTURE;
-        break;
-      }
+    if (has_blocking_member(c)) {
+      invalidate(c);
+      st = GRT_ERR_CAPTURE_IMPLICIT;
+    }
   return st;
 }
 
@@ -245,19 +263,10 @@ grt_status grt__graph_device_sync_check(grt_exec *exec) {
 
 /* ---- synchronous device calls (cudaMalloc / cudaFree) ------------------------ */
 
-/* CUDA's rule for "potentially unsafe" calls: forbidden in a thread with its
- * own non-relaxed capture, and in any thread while a global capture runs. */
+/* "Potentially unsafe" calls: the capture modes' rule (capture_mode.c). */
 static grt_status unsafe_call_check(grt_exec *exec) {
-  pthread_t self = pthread_self();
-  grt_status st = GRT_OK;
   pthread_mutex_lock(&exec->lock);
-  for (grt__capture *c = exec->captures; c; c = c->next) {
-    bool mine = pthread_equal(c->thread, self);
-    if ((mine && c->mode != GRT_CAPTURE_RELAXED) || (!mine && c->mode == GRT_CAPTURE_GLOBAL)) {
-      invalidate(c);
-      st = GRT_ERR_CAPTURE;
-    }
-  }
+  grt_status st = grt__capture_unsafe_check(exec);
   if (!st) st = exec->error;
   pthread_mutex_unlock(&exec->lock);
   return st;

@@ -125,13 +125,16 @@ static bool reached(grt_exec *exec, void *ctx) {
 }
 
 /* Query or sync of a capturing stream invalidates its capture; so does the
- * legacy stream's while a blocking stream captures. Lock held. */
+ * legacy stream's while a blocking stream captures. Of any other stream it is
+ * one of CUDA's "potentially unsafe" calls, which the capture modes govern
+ * (capture_mode.c). Lock held. */
 static grt_status capture_check(grt_exec *exec, grt_stream *s) {
   if (s->cap) {
     grt__graph_invalidate(s->cap);
     return GRT_ERR_CAPTURE;
   }
-  return grt__graph_legacy_check(exec, s);
+  grt_status st = grt__graph_legacy_check(exec, s);
+  return st ? st : grt__capture_unsafe_check(exec);
 }
 
 /* Shared by stream and event query: lock held. A query only observes, as

@@ -1,0 +1,275 @@
+/* test_exec_capture_unsafe.c — CUDA's "potentially unsafe" calls during a
+ * stream capture, under both clocks: query and synchronize of a stream or
+ * event outside the capture and synchronous device malloc/free fail with
+ * GRT_ERR_CAPTURE_UNSUPPORTED where the capture's mode forbids them (this
+ * thread's GLOBAL or THREAD_LOCAL capture, another thread's GLOBAL one) and
+ * invalidate that capture; RELAXED allows them. Legacy-stream use while a
+ * blocking stream captures fails with GRT_ERR_CAPTURE_IMPLICIT. A refused call
+ * moves nothing else: on the virtual clock the time and the work stand where
+ * they were (exact figures). */
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "test_exec_common.h"
+
+typedef struct fixture {
+  grt_exec *exec;
+  grt_stream *s, *t; /* s captures; t is outside the capture */
+  grt_event *before; /* recorded on t before the capture */
+  order_log log;
+  log_arg a[4];
+  bool virt;
+} fixture;
+
+/* t holds a 1000 ns kernel (id 1) and `before` after it; s captures in mode m
+ * (its kernel, id 0, becomes a node). */
+static void setup(fixture *f, grt_clock_kind clock, unsigned flags, grt_capture_mode m) {
+  memset(f, 0, sizeof *f);
+  f->virt = clock == GRT_CLOCK_VIRTUAL;
+  f->exec = make_exec(clock, 0);
+  f->s = make_stream(f->exec, flags, "origin");
+  f->t = make_stream(f->exec, flags, "outside");
+  for (int i = 0; i < 4; i++) f->a[i] = (log_arg){&f->log, i};
+  assert_int_equal(grt_event_create(f->exec, 0, &f->before), GRT_OK);
+  launch_logged(f->t, &f->a[1], 1000);
+  assert_int_equal(grt_event_record(f->before, f->t), GRT_OK);
+  assert_int_equal(grt_stream_begin_capture(f->s, m), GRT_OK);
+  launch_logged(f->s, &f->a[0], 10);
+}
+
+static void teardown(fixture *f) {
+  assert_int_equal(grt_exec_synchronize(f->exec), GRT_OK);
+  assert_int_equal(grt_event_destroy(f->before), GRT_OK);
+  assert_int_equal(grt_stream_destroy(f->s), GRT_OK);
+  assert_int_equal(grt_stream_destroy(f->t), GRT_OK);
+  assert_int_equal(grt_exec_destroy(f->exec), GRT_OK);
+}
+
+static grt_capture_status status_of(grt_stream *s) {
+  grt_capture_status cs;
+  assert_int_equal(grt_stream_capture_status(s, &cs), GRT_OK);
+  return cs;
+}
+
+static uint64_t now_of(grt_exec *exec) {
+  uint64_t now;
+  assert_int_equal(grt_exec_now_ns(exec, &now), GRT_OK);
+  return now;
+}
+
+/* Ends f's capture: a graph of one node when it was valid, else no graph. */
+static void end_capture(fixture *f, bool valid) {
+  grt_graph *g = (grt_graph *)&g;
+  assert_int_equal(grt_stream_end_capture(f->s, &g), valid ? GRT_OK : GRT_ERR_CAPTURE);
+  if (!valid) {
+    assert_null(g);
+    return;
+  }
+  size_t n;
+  assert_int_equal(grt_graph_node_count(g, &n), GRT_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(grt_graph_destroy(g), GRT_OK);
+}
+
+typedef enum call { C_STREAM_QUERY, C_STREAM_SYNC, C_EVENT_QUERY, C_EVENT_SYNC, C_MALLOC, C_COUNT } call;
+
+static grt_status unsafe_call(fixture *f, call c) {
+  grt_devptr p;
+  grt_status st;
+  switch (c) {
+    case C_STREAM_QUERY: return grt_stream_query(f->t);
+    case C_STREAM_SYNC: return grt_stream_synchronize(f->t);
+    case C_EVENT_QUERY: return grt_event_query(f->before);
+    case C_EVENT_SYNC: return grt_event_synchronize(f->before);
+    case C_MALLOC:
+      if (!(st = grt_exec_device_malloc(f->exec, 4096, &p))) st = grt_exec_device_free(f->exec, p);
+      return st;
+    default: return GRT_ERR_INTERNAL;
+  }
+}
+
+/* What an allowed call returns: a query of t's pending kernel is NOT_READY on
+ * the virtual clock (nothing ran) and either answer under threads. */
+static void expect_allowed(fixture *f, call c, grt_status st) {
+  bool query = c == C_STREAM_QUERY || c == C_EVENT_QUERY;
+  if (query && f->virt) assert_int_equal(st, GRT_ERR_NOT_READY);
+  else if (query) assert_true(st == GRT_OK || st == GRT_ERR_NOT_READY);
+  else assert_int_equal(st, GRT_OK);
+  if (f->virt) assert_int_equal(now_of(f->exec), c == C_STREAM_SYNC || c == C_EVENT_SYNC ? 1000 : 0);
+}
+
+/* This thread's capture: GLOBAL and THREAD_LOCAL forbid every unsafe call,
+ * RELAXED none. A refused call waits for nothing and runs nothing. */
+static void test_unsafe_calls_this_thread(void **state) {
+  for (int m = 0; m < 3; m++)
+    for (int c = 0; c < C_COUNT; c++) {
+      fixture f;
+      setup(&f, clock_of(state), GRT_STREAM_NON_BLOCKING, (grt_capture_mode)m);
+      grt_status st = unsafe_call(&f, (call)c);
+      print_message("mode %d, call %d: %s\n", m, c, grt_status_name(st));
+      if (m == GRT_CAPTURE_RELAXED) {
+        expect_allowed(&f, (call)c, st);
+        assert_int_equal(status_of(f.s), GRT_CAPTURE_STATUS_ACTIVE);
+        end_capture(&f, true);
+      } else {
+        assert_int_equal(st, GRT_ERR_CAPTURE_UNSUPPORTED);
+        assert_int_equal(status_of(f.s), GRT_CAPTURE_STATUS_INVALIDATED);
+        if (f.virt) {
+          assert_int_equal(now_of(f.exec), 0); /* the refused sync did not wait */
+          assert_int_equal(atomic_load(&f.log.n), 0);
+        }
+        end_capture(&f, false);
+      }
+      /* t's work is untouched; the captured kernel never ran. */
+      assert_int_equal(grt_event_synchronize(f.before), GRT_OK);
+      if (f.virt) assert_int_equal(now_of(f.exec), 1000);
+      assert_int_equal(atomic_load(&f.log.n), 1);
+      assert_int_equal(f.log.items[0], 1);
+      teardown(&f);
+    }
+}
+
+typedef struct other {
+  fixture *f;
+  call c;
+  grt_status st;
+} other;
+
+static void *other_main(void *p) {
+  other *o = p;
+  o->st = unsafe_call(o->f, o->c);
+  return NULL;
+}
+
+static grt_status from_other_thread(fixture *f, call c) {
+  other o = {f, c, GRT_ERR_INTERNAL};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, other_main, &o), 0);
+  pthread_join(th, NULL);
+  return o.st;
+}
+
+/* Another thread's capture forbids only in GLOBAL mode. */
+static void test_unsafe_calls_other_thread(void **state) {
+  for (int m = 0; m < 3; m++)
+    for (int c = 0; c < C_COUNT; c++) {
+      fixture f;
+      setup(&f, clock_of(state), GRT_STREAM_NON_BLOCKING, (grt_capture_mode)m);
+      grt_status st = from_other_thread(&f, (call)c);
+      print_message("mode %d, call %d from another thread: %s\n", m, c, grt_status_name(st));
+      bool refused = m == GRT_CAPTURE_GLOBAL;
+      if (refused) assert_int_equal(st, GRT_ERR_CAPTURE_UNSUPPORTED);
+      else expect_allowed(&f, (call)c, st);
+      assert_int_equal(status_of(f.s), refused ? GRT_CAPTURE_STATUS_INVALIDATED : GRT_CAPTURE_STATUS_ACTIVE);
+      end_capture(&f, !refused);
+      teardown(&f);
+    }
+}
+
+/* Only the captures that forbid the call are invalidated: a thread's unsafe
+ * call is refused by another thread's GLOBAL capture, not by its RELAXED one. */
+static void test_only_forbidding_capture_invalidated(void **state) {
+  fixture f;
+  setup(&f, clock_of(state), GRT_STREAM_NON_BLOCKING, GRT_CAPTURE_RELAXED);
+  grt_stream *u = make_stream(f.exec, GRT_STREAM_NON_BLOCKING, "global");
+  assert_int_equal(grt_stream_begin_capture(u, GRT_CAPTURE_GLOBAL), GRT_OK);
+  assert_int_equal(from_other_thread(&f, C_EVENT_QUERY), GRT_ERR_CAPTURE_UNSUPPORTED);
+  assert_int_equal(status_of(u), GRT_CAPTURE_STATUS_INVALIDATED);
+  assert_int_equal(status_of(f.s), GRT_CAPTURE_STATUS_ACTIVE);
+  grt_graph *g;
+  assert_int_equal(grt_stream_end_capture(u, &g), GRT_ERR_CAPTURE);
+  expect_allowed(&f, C_EVENT_QUERY, from_other_thread(&f, C_EVENT_QUERY)); /* only the RELAXED one is left */
+  end_capture(&f, true);
+  assert_int_equal(grt_stream_destroy(u), GRT_OK);
+  teardown(&f);
+}
+
+/* The exec's completion interface answers a layer below truthfully during a
+ * capture: not an unsafe call, the capture goes on. */
+static void test_stream_ops_query_not_unsafe(void **state) {
+  fixture f;
+  setup(&f, clock_of(state), GRT_STREAM_NON_BLOCKING, GRT_CAPTURE_GLOBAL);
+  grt_stream_ops ops;
+  assert_int_equal(grt_exec_stream_ops(f.exec, &ops), GRT_OK);
+  grt_stream_id tid;
+  assert_int_equal(grt_stream_get_id(f.t, &tid), GRT_OK);
+  uint64_t ev;
+  assert_int_equal(ops.record_event(ops.ctx, tid, &ev), GRT_OK);
+  int done = ops.event_query(ops.ctx, ev);
+  if (f.virt) assert_int_equal(done, 0);
+  assert_int_equal(status_of(f.s), GRT_CAPTURE_STATUS_ACTIVE);
+  end_capture(&f, true);
+  ops.event_synchronize(ops.ctx, ev);
+  assert_int_equal(ops.event_query(ops.ctx, ev), 1);
+  ops.event_destroy(ops.ctx, ev);
+  teardown(&f);
+}
+
+typedef enum legacy_use { L_QUERY, L_SYNC, L_KERNEL, L_RECORD, L_WAIT, L_COUNT } legacy_use;
+
+static grt_status use_legacy(fixture *f, grt_stream *leg, legacy_use u) {
+  grt_kernel_desc d = {log_body, &f->a[3], 0, GRT_ENGINE_COMPUTE, NULL};
+  switch (u) {
+    case L_QUERY: return grt_stream_query(leg);
+    case L_SYNC: return grt_stream_synchronize(leg);
+    case L_KERNEL: return grt_launch_kernel(leg, &d);
+    case L_RECORD: return grt_event_record(f->before, leg);
+    case L_WAIT: return grt_stream_wait_event(leg, f->before);
+    default: return GRT_ERR_INTERNAL;
+  }
+}
+
+/* A blocking stream captures: asking the legacy stream's capture status fails
+ * (status unwritten, capture unharmed); any other use of it fails and
+ * invalidates the capture, whatever the mode (not one of the mode's calls). */
+static void test_legacy_implicit(void **state) {
+  for (int m = 0; m < 3; m++)
+    for (int u = 0; u < L_COUNT; u++) {
+      fixture f;
+      setup(&f, clock_of(state), GRT_STREAM_DEFAULT, (grt_capture_mode)m);
+      grt_stream *leg;
+      assert_int_equal(grt_exec_legacy_stream(f.exec, &leg), GRT_OK);
+      grt_capture_status cs = (grt_capture_status)99;
+      assert_int_equal(grt_stream_capture_status(leg, &cs), GRT_ERR_CAPTURE_IMPLICIT);
+      assert_int_equal(cs, 99);
+      assert_int_equal(status_of(f.s), GRT_CAPTURE_STATUS_ACTIVE);
+      assert_int_equal(use_legacy(&f, leg, (legacy_use)u), GRT_ERR_CAPTURE_IMPLICIT);
+      assert_int_equal(status_of(f.s), GRT_CAPTURE_STATUS_INVALIDATED);
+      if (f.virt) assert_int_equal(now_of(f.exec), 0);
+      end_capture(&f, false);
+      assert_int_equal(status_of(leg), GRT_CAPTURE_STATUS_NONE);
+      assert_int_equal(grt_stream_synchronize(leg), GRT_OK); /* usable again; the refused ops left nothing */
+      assert_int_equal(grt_event_synchronize(f.before), GRT_OK);
+      if (f.virt) assert_int_equal(now_of(f.exec), 1000);
+      assert_int_equal(atomic_load(&f.log.n), 1);
+      teardown(&f);
+    }
+}
+
+/* Only non-blocking streams capture: the legacy stream is an ordinary stream
+ * outside the capture (its status NONE; its query an unsafe call, allowed in
+ * RELAXED mode). */
+static void test_legacy_with_nonblocking_capture(void **state) {
+  fixture f;
+  setup(&f, clock_of(state), GRT_STREAM_NON_BLOCKING, GRT_CAPTURE_RELAXED);
+  grt_stream *leg;
+  assert_int_equal(grt_exec_legacy_stream(f.exec, &leg), GRT_OK);
+  assert_int_equal(status_of(leg), GRT_CAPTURE_STATUS_NONE);
+  assert_int_equal(grt_stream_query(leg), GRT_OK);
+  assert_int_equal(status_of(f.s), GRT_CAPTURE_STATUS_ACTIVE);
+  end_capture(&f, true);
+  teardown(&f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      BOTH_CLOCKS(test_unsafe_calls_this_thread),
+      BOTH_CLOCKS(test_unsafe_calls_other_thread),
+      BOTH_CLOCKS(test_only_forbidding_capture_invalidated),
+      BOTH_CLOCKS(test_stream_ops_query_not_unsafe),
+      BOTH_CLOCKS(test_legacy_implicit),
+      BOTH_CLOCKS(test_legacy_with_nonblocking_capture),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
