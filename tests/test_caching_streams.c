@@ -16,7 +16,8 @@
 #define HEAP_FROM_SANITIZER 1
 #endif
 #ifdef HEAP_FROM_SANITIZER
-#include <sanitizer/allocator_interface.h>
+/* the sanitizer runtimes' own count (declared here: gcc ships no header for it) */
+size_t __sanitizer_get_current_allocated_bytes(void);
 static size_t heap_in_use(void) { return __sanitizer_get_current_allocated_bytes(); }
 #else
 static size_t heap_in_use(void) {
