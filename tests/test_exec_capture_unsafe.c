@@ -4,7 +4,9 @@
  * GRT_ERR_CAPTURE_UNSUPPORTED where the capture's mode forbids them (this
  * thread's GLOBAL or THREAD_LOCAL capture, another thread's GLOBAL one) and
  * invalidate that capture; RELAXED allows them. Legacy-stream use while a
- * blocking stream captures fails with GRT_ERR_CAPTURE_IMPLICIT. A refused call
+ * blocking stream captures fails with GRT_ERR_CAPTURE_IMPLICIT. The calling
+ * thread's own mode (grt_exec_thread_exchange_capture_mode) narrows which
+ * captures forbid it, per exec and per thread. A refused call
  * moves nothing else: on the virtual clock the time and the work stand where
  * they were (exact figures). */
 #include <pthread.h>
@@ -262,6 +264,122 @@ static void test_legacy_with_nonblocking_capture(void **state) {
   teardown(&f);
 }
 
+/* ---- the calling thread's capture interaction mode ---- */
+
+static grt_capture_mode exchange(grt_exec *exec, grt_capture_mode m) {
+  assert_int_equal(grt_exec_thread_exchange_capture_mode(exec, &m), GRT_OK);
+  return m;
+}
+
+static void *first_exchange_main(void *p) {
+  grt_exec *exec = p;
+  grt_capture_mode m = exchange(exec, GRT_CAPTURE_RELAXED); /* then the thread ends with it set */
+  return (void *)(uintptr_t)m;
+}
+
+static grt_capture_mode first_exchange_in_new_thread(grt_exec *exec) {
+  pthread_t th;
+  void *ret;
+  assert_int_equal(pthread_create(&th, NULL, first_exchange_main, exec), 0);
+  pthread_join(th, &ret);
+  return (grt_capture_mode)(uintptr_t)ret;
+}
+
+/* Push and pop; a refused exchange changes nothing; the mode is this
+ * thread's and this exec's: new threads (also one that may reuse an ended
+ * thread's id) and another exec start at GLOBAL. */
+static void test_exchange_push_pop(void **state) {
+  grt_exec *exec = make_exec(clock_of(state), 0), *exec2 = make_exec(clock_of(state), 0);
+  assert_int_equal(exchange(exec, GRT_CAPTURE_RELAXED), GRT_CAPTURE_GLOBAL);
+  assert_int_equal(exchange(exec, GRT_CAPTURE_THREAD_LOCAL), GRT_CAPTURE_RELAXED);
+  grt_capture_mode bad = (grt_capture_mode)7;
+  assert_int_equal(grt_exec_thread_exchange_capture_mode(exec, &bad), GRT_ERR_INVALID_ARG);
+  assert_int_equal(bad, 7);
+  assert_int_equal(grt_exec_thread_exchange_capture_mode(exec, NULL), GRT_ERR_INVALID_ARG);
+  bad = GRT_CAPTURE_RELAXED;
+  assert_int_equal(grt_exec_thread_exchange_capture_mode(NULL, &bad), GRT_ERR_INVALID_ARG);
+  assert_int_equal(bad, GRT_CAPTURE_RELAXED);
+  for (int i = 0; i < 2; i++) assert_int_equal(first_exchange_in_new_thread(exec), GRT_CAPTURE_GLOBAL);
+  assert_int_equal(exchange(exec2, GRT_CAPTURE_GLOBAL), GRT_CAPTURE_GLOBAL);
+  assert_int_equal(exchange(exec, GRT_CAPTURE_GLOBAL), GRT_CAPTURE_THREAD_LOCAL); /* still this thread's */
+  assert_int_equal(grt_exec_destroy(exec2), GRT_OK);
+  assert_int_equal(grt_exec_destroy(exec), GRT_OK);
+}
+
+typedef struct moded {
+  fixture *f;
+  grt_capture_mode tm;
+  call c;
+  grt_status st;
+} moded;
+
+/* The call made under thread mode tm, which is then restored. */
+static void *moded_call(void *p) {
+  moded *m = p;
+  grt_capture_mode prev = exchange(m->f->exec, m->tm);
+  m->st = unsafe_call(m->f, m->c);
+  assert_int_equal(exchange(m->f->exec, prev), m->tm);
+  return NULL;
+}
+
+/* CUDA's table: a thread in mode tm is forbidden the unsafe calls by its own
+ * capture unless that was begun RELAXED, and by another thread's capture
+ * only when both are GLOBAL; a RELAXED thread by none. */
+static bool forbidden(int cm, int other_thread, int tm) {
+  if (tm == GRT_CAPTURE_RELAXED) return false;
+  return other_thread ? tm == GRT_CAPTURE_GLOBAL && cm == GRT_CAPTURE_GLOBAL : cm != GRT_CAPTURE_RELAXED;
+}
+
+static void thread_mode_case(grt_clock_kind clock, int cm, int other_thread, int tm, call c) {
+  fixture f;
+  setup(&f, clock, GRT_STREAM_NON_BLOCKING, (grt_capture_mode)cm);
+  moded m = {&f, (grt_capture_mode)tm, c, GRT_ERR_INTERNAL};
+  if (other_thread) {
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, moded_call, &m), 0);
+    pthread_join(th, NULL);
+  } else {
+    moded_call(&m);
+  }
+  bool refused = forbidden(cm, other_thread, tm);
+  print_message("capture %d, %s thread in mode %d, call %d: %s\n", cm, other_thread ? "other" : "same", tm, c,
+                grt_status_name(m.st));
+  if (refused) assert_int_equal(m.st, GRT_ERR_CAPTURE_UNSUPPORTED);
+  else expect_allowed(&f, c, m.st);
+  assert_int_equal(status_of(f.s), refused ? GRT_CAPTURE_STATUS_INVALIDATED : GRT_CAPTURE_STATUS_ACTIVE);
+  end_capture(&f, !refused);
+  teardown(&f);
+}
+
+/* Every capture mode x caller (the capturing thread, another) x caller's
+ * thread mode, for a query and a malloc: refused exactly where the table
+ * says, and then the capture is invalidated; an allowed call leaves it going. */
+static void test_thread_modes(void **state) {
+  for (int cm = 0; cm < 3; cm++)
+    for (int other_thread = 0; other_thread < 2; other_thread++)
+      for (int tm = 0; tm < 3; tm++) {
+        thread_mode_case(clock_of(state), cm, other_thread, tm, C_EVENT_QUERY);
+        thread_mode_case(clock_of(state), cm, other_thread, tm, C_MALLOC);
+      }
+}
+
+/* The mode does not reach the calls that always conflict with a capture:
+ * a RELAXED thread still may not synchronize a capturing stream, nor use the
+ * legacy stream while a blocking stream captures. */
+static void test_relaxed_thread_still_conflicts(void **state) {
+  fixture f;
+  setup(&f, clock_of(state), GRT_STREAM_DEFAULT, GRT_CAPTURE_GLOBAL);
+  assert_int_equal(exchange(f.exec, GRT_CAPTURE_RELAXED), GRT_CAPTURE_GLOBAL);
+  assert_int_equal(unsafe_call(&f, C_EVENT_SYNC), GRT_OK);
+  grt_stream *leg;
+  assert_int_equal(grt_exec_legacy_stream(f.exec, &leg), GRT_OK);
+  assert_int_equal(grt_stream_query(leg), GRT_ERR_CAPTURE_IMPLICIT);
+  assert_int_equal(grt_stream_synchronize(f.s), GRT_ERR_CAPTURE);
+  assert_int_equal(exchange(f.exec, GRT_CAPTURE_GLOBAL), GRT_CAPTURE_RELAXED);
+  end_capture(&f, false);
+  teardown(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       BOTH_CLOCKS(test_unsafe_calls_this_thread),
@@ -270,6 +388,9 @@ int main(void) {
       BOTH_CLOCKS(test_stream_ops_query_not_unsafe),
       BOTH_CLOCKS(test_legacy_implicit),
       BOTH_CLOCKS(test_legacy_with_nonblocking_capture),
+      BOTH_CLOCKS(test_exchange_push_pop),
+      BOTH_CLOCKS(test_thread_modes),
+      BOTH_CLOCKS(test_relaxed_thread_still_conflicts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

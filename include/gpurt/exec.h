@@ -306,11 +306,12 @@ GRT_API GRT_MUST_CHECK grt_status grt_exec_timeline_count(grt_exec *exec, size_t
  *    grt_event_synchronize of a stream or event outside every capture, and
  *    synchronous device malloc/free (grt_exec_device_malloc/free) — where a
  *    capture forbids them to the calling thread: a capture the thread began
- *    in GLOBAL or THREAD_LOCAL mode, or another thread's GLOBAL capture. Each
- *    capture that forbids the call is invalidated. RELAXED captures forbid
- *    nothing of this kind. The query of the exec's completion interface
- *    (grt_exec_stream_ops' event_query) is not such a call: it answers a
- *    layer below, which has no mode to choose.
+ *    in GLOBAL or THREAD_LOCAL mode, or another thread's GLOBAL capture (as
+ *    the thread's own mode, grt_exec_thread_exchange_capture_mode, narrows
+ *    it). Each capture that forbids the call is invalidated. RELAXED
+ *    captures forbid nothing of this kind. The query of the exec's
+ *    completion interface (grt_exec_stream_ops' event_query) is not such a
+ *    call: it answers a layer below, which has no mode to choose.
  * Modes also decide who may end a capture: GLOBAL and THREAD_LOCAL captures
  * only from the thread that began them (GRT_ERR_NOT_PERMITTED otherwise,
  * capture unchanged); RELAXED from any thread.
@@ -347,9 +348,14 @@ typedef struct grt_graph grt_graph;           /* a captured graph (template) */
 typedef struct grt_graph_exec grt_graph_exec; /* an instantiated, launchable graph */
 
 typedef enum grt_capture_mode {
-  GRT_CAPTURE_GLOBAL = 0,       /* forbids unsafe calls in this thread and in every other thread */
-  GRT_CAPTURE_THREAD_LOCAL = 1, /* forbids unsafe calls in this thread only */
-  GRT_CAPTURE_RELAXED = 2       /* forbids no unsafe calls; may be ended from any thread */
+/* A capture's mode (grt_stream_begin_capture) and a thread's capture
+ * interaction mode (grt_exec_thread_exchange_capture_mode) share the values. */
+  GRT_CAPTURE_GLOBAL = 0,       /* capture: forbids unsafe calls in this thread and in every other thread
+                                   (thread mode, the default: obeys both) */
+  GRT_CAPTURE_THREAD_LOCAL = 1, /* capture: forbids unsafe calls in this thread only
+                                   (thread mode: ignores other threads' captures) */
+  GRT_CAPTURE_RELAXED = 2       /* capture: forbids no unsafe calls; may be ended from any thread
+                                   (thread mode: no capture forbids this thread anything) */
 } grt_capture_mode;
 
 typedef enum grt_capture_status {
@@ -371,6 +377,20 @@ GRT_API GRT_MUST_CHECK grt_status grt_stream_end_capture(grt_stream *s, grt_grap
 GRT_API GRT_MUST_CHECK grt_status grt_stream_capture_status(grt_stream *s, grt_capture_status *out);
 
 GRT_API GRT_MUST_CHECK grt_status grt_graph_destroy(grt_graph *g);
+/* cudaThreadExchangeStreamCaptureMode: sets the calling thread's capture
+ * interaction mode to *mode and writes its previous mode to *mode, so that
+ * calling it again with what it returned restores the mode (push and pop).
+ * The thread's mode decides which captures forbid it the "potentially
+ * unsafe" calls above: GLOBAL (every thread's default) its own captures not
+ * begun RELAXED and other threads' GLOBAL captures; THREAD_LOCAL only its
+ * own; RELAXED none. The streams and events of a capture stay refused in
+ * every mode. A mode belongs to one thread and one exec: other threads keep
+ * theirs (a thread starts at GLOBAL), another exec has its own, and it goes
+ * with the thread or the exec. Any thread may call it at any time.
+ * GRT_ERR_INVALID_ARG (nothing changed) for a NULL exec or mode or an unknown
+ * mode; GRT_ERR_NOMEM (nothing changed) when no per-thread slot can be had. */
+GRT_API GRT_MUST_CHECK grt_status grt_exec_thread_exchange_capture_mode(grt_exec *exec, grt_capture_mode *mode);
+
 GRT_API GRT_MUST_CHECK grt_status grt_graph_set_name(grt_graph *g, const char *name); /* copied, 39 bytes */
 GRT_API grt_status grt_graph_node_count(grt_graph *g, size_t *out);
 /* Edges of the graph (after transitive duplicates within one node's list are removed). */

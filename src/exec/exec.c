@@ -230,6 +230,7 @@ grt_status grt_exec_destroy(grt_exec *exec) {
   if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__threads_stop(exec);
   else grt__virtual_free(exec);
   grt__graph_free_all(exec); /* before the events and streams it unhooks */
+  grt__capture_modes_free(exec);
   free_objects(exec);
   grt__timeline_free(exec);
   grt__u64map_free(&exec->per_thread);

@@ -273,6 +273,11 @@ struct grt_exec {
   /* fault injection (fault.c): creations left before the armed one fails (0: none armed) */
   uint64_t fault_left[GRT_EXEC_FAULT_COUNT];
   uint64_t fault_fired[GRT_EXEC_FAULT_COUNT];
+
+  /* capture_mode.c: each thread's capture interaction mode, as the value of a
+   * pthread key made by the first exchange (mode_key_made, under the lock) */
+  pthread_key_t mode_key;
+  bool mode_key_made;
 };
 
 #define GRT__SLAB_OPS 64
@@ -378,6 +383,7 @@ grt_status grt__graph_device_sync_check(grt_exec *exec);            /* lock held
  * synchronous device malloc/free) by the calling thread. GRT_ERR_CAPTURE_UNSUPPORTED when a capture
  * in progress forbids it to this thread (each such capture is invalidated), else GRT_OK. */
 grt_status grt__capture_unsafe_check(grt_exec *exec);
+void grt__capture_modes_free(grt_exec *exec); /* exec destroy: every thread's mode goes */
 void grt__graph_expand(grt_exec *exec, grt__op *op, uint64_t now); /* lock held; a launch became ready */
 void grt__graph_node_complete(grt_exec *exec, grt__op *node, uint64_t now); /* lock held */
 bool grt__graph_cancel(grt_exec *exec, grt__op *op); /* lock held; true: op dropped */
