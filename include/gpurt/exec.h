@@ -227,6 +227,29 @@ GRT_API GRT_MUST_CHECK grt_status grt_memset_async(grt_stream *s, grt_devptr dst
 /* cudaLaunchHostFunc: fn(arg) runs after earlier work on s and blocks later work. */
 GRT_API GRT_MUST_CHECK grt_status grt_launch_host_func(grt_stream *s, grt_host_fn fn, void *arg);
 
+/* cudaStreamAddCallback: fn(s, status, arg) runs on the host once the work
+ * issued to s before it completed, and blocks later work on s, as a host
+ * function does. It differs in what it is told and when it runs:
+ *  - status is the stream's status: the exec's sticky error when the
+ *    callback starts (GRT_OK while there is none; like a CUDA device error,
+ *    the sticky error is the status of every stream). A callback still queued
+ *    when a sticky error (a deadlock, a failed body) cancels the work runs
+ *    anyway, exactly once, with that error, where a host function is
+ *    dropped: under threads on a host-function worker soon after, under the
+ *    virtual clock in the next synchronizing call or in grt_exec_destroy;
+ *  - it is not capturable: into a capturing stream it returns
+ *    GRT_ERR_CAPTURE_UNSUPPORTED and invalidates the capture (a host
+ *    function becomes a graph node);
+ *  - it may not block: grt_user_event_wait in it returns
+ *    GRT_ERR_NOT_PERMITTED (CUDA: no synchronization that may depend on
+ *    outstanding work), and like every body it gets GRT_ERR_NOT_PERMITTED
+ *    from the blocking exec calls.
+ * GRT_ERR_INVALID_ARG for a NULL fn or nonzero flags (reserved, as in CUDA);
+ * otherwise the errors of a launch (a sticky error queues nothing). */
+typedef void (*grt_stream_callback)(grt_stream *s, grt_status status, void *arg);
+GRT_API GRT_MUST_CHECK grt_status grt_stream_add_callback(grt_stream *s, grt_stream_callback fn, void *arg,
+                                                          unsigned flags);
+
 /* ---- events --------------------------------------------------------------------- */
 
 #define GRT_EVENT_DEFAULT 0u

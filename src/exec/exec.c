@@ -225,7 +225,8 @@ grt_status grt_exec_destroy(grt_exec *exec) {
     pthread_mutex_unlock(&exec->lock);
     return st;
   }
-  if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__wait_idle(exec);
+  if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__wait_idle(exec); /* host workers run what callbacks are left */
+  else grt__virtual_run_orphans(exec);
   pthread_mutex_unlock(&exec->lock);
   if (exec->cfg.clock == GRT_CLOCK_THREADS) grt__threads_stop(exec);
   else grt__virtual_free(exec);

@@ -55,7 +55,8 @@ typedef enum grt__op_kind {
   GRT__OP_UEV_WAIT,   /* marker: blocked until user event value >= v */
   GRT__OP_GRAPH,      /* a graph launch: its nodes run, then it completes (graph_exec.c) */
   GRT__OP_GALLOC,     /* graph allocation node (marker) */
-  GRT__OP_GFREE       /* graph free node (marker) */
+  GRT__OP_GFREE,      /* graph free node (marker) */
+  GRT__OP_CALLBACK    /* grt_stream_add_callback: a host-engine op told the stream's status */
 } grt__op_kind;
 
 /* Graphs (graph_impl.h has the rest). */
@@ -98,6 +99,7 @@ struct grt__op {
     struct { grt_event *event; uint64_t gen; } rec;
     struct { grt_user_event *uev; uint64_t value; } uev;
     struct { grt__gbody *body; grt_graph_exec *ge; uint32_t left, running; } graph; /* GRT__OP_GRAPH */
+    struct { grt_stream_callback fn; void *arg; grt_status status; } cb; /* status: set when it starts */
   } u;
   grt__op *gparent; /* a graph node's launch op; NULL for eager ops */
   uint32_t gindex;  /* a graph node's index in its body */
@@ -278,6 +280,11 @@ struct grt_exec {
    * pthread key made by the first exchange (mode_key_made, under the lock) */
   pthread_key_t mode_key;
   bool mode_key_made;
+
+  /* Callbacks the sticky error cancelled, in cancel order, each still to run
+   * once with the error (sched.c): the host workers run them (threads), the
+   * next synchronizing call or exec destroy (virtual). */
+  grt__op *orphans, *orphans_tail;
 };
 
 #define GRT__SLAB_OPS 64
@@ -322,6 +329,11 @@ grt_status grt__run_body(grt_exec *exec, grt__op *op); /* lock NOT held */
 void grt__wake_uev(grt_exec *exec, grt_user_event *u);
 void grt__notify_hosts(grt_exec *exec); /* wakes host threads in waits (deferred while a worker completes) */
 void grt__cancel_all(grt_exec *exec);
+/* A cancelled callback to run now (off the orphan list; NULL: none). The
+ * caller marks it as the body it runs, runs grt__run_body without the lock,
+ * then calls grt__orphan_done. */
+grt__op *grt__orphan_take(grt_exec *exec);
+void grt__orphan_done(grt_exec *exec, grt__op *op);
 bool grt__quiescent(grt_exec *exec);
 /* Query helper for streams and events (stream.c): GRT_OK, NOT_READY or the sticky error. */
 grt_status grt__query_seq(grt_exec *exec, grt_stream *s, uint64_t seq);
@@ -361,6 +373,7 @@ void grt__cond_init_monotonic(pthread_cond_t *cv); /* timed waits measure CLOCK_
 grt_status grt__virtual_wait(grt_exec *exec, grt__cond_fn cond, void *ctx, uint64_t deadline);
 grt_status grt__virtual_host_delay(grt_exec *exec, uint64_t ns); /* lock held; grt_exec_host_delay */
 void grt__virtual_free(grt_exec *exec);
+void grt__virtual_run_orphans(grt_exec *exec); /* lock held; exec destroy: the cancelled callbacks left */
 
 /* deadlock.c: at quiescence, looks for a cycle; on one sets the sticky
  * GRT_ERR_DEADLOCK with the cycle's text and returns true. */

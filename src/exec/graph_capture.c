@@ -193,7 +193,10 @@ grt_status grt__graph_capture_submit(grt__op *op) {
   grt__capture *c = s->cap;
   grt_status st = GRT_OK;
   if (c->invalid) st = GRT_ERR_CAPTURE;
-  else if (op->kind == GRT__OP_UEV_SIGNAL || op->kind == GRT__OP_UEV_WAIT || op->kind == GRT__OP_GRAPH) {
+  else if (op->kind == GRT__OP_CALLBACK) {
+    invalidate(c); /* cudaStreamAddCallback is not supported in stream capture */
+    st = GRT_ERR_CAPTURE_UNSUPPORTED;
+  } else if (op->kind == GRT__OP_UEV_SIGNAL || op->kind == GRT__OP_UEV_WAIT || op->kind == GRT__OP_GRAPH) {
     invalidate(c); /* blocking user events and nested launches are not capturable */
     st = GRT_ERR_CAPTURE;
   } else {

@@ -200,6 +200,21 @@ grt_status grt_launch_host_func_ex(grt_stream *s, grt_host_fn fn, void *arg, grt
   return finish_op_id(s, op, id);
 }
 
+/* A host-engine op like a host function; what differs (the status it is
+ * told, running after a sticky error, no capture) is in sched*.c and
+ * graph_capture.c. */
+grt_status grt_stream_add_callback(grt_stream *s, grt_stream_callback fn, void *arg, unsigned flags) {
+  if (!fn || flags) return GRT_ERR_INVALID_ARG;
+  grt_status st;
+  grt__op *op = start_op(s, GRT__OP_CALLBACK, &st);
+  if (!op) return st;
+  op->engine = GRT_ENGINE_HOST;
+  op->u.cb.fn = fn;
+  op->u.cb.arg = arg;
+  op->u.cb.status = GRT_OK;
+  return finish_op(s, op);
+}
+
 /* Checks that [p, p+n) lies in a live segment of s's device. */
 static grt_status check_range(grt_stream *s, grt_devptr p, uint64_t n) {
   void *h;

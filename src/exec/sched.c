@@ -94,6 +94,7 @@ void grt__sched_start(grt_exec *exec, grt__op *op, unsigned slot, uint64_t now) 
   op->state = GRT__RUNNING;
   op->start_ns = now;
   op->slot = slot;
+  if (op->kind == GRT__OP_CALLBACK) op->u.cb.status = exec->error; /* the stream's status as it starts */
   e->busy++;
   if (slot < 64) e->slot_mask |= 1ull << slot;
   exec->running++;
@@ -246,6 +247,9 @@ grt_status grt__run_body(grt_exec *exec, grt__op *op) {
     case GRT__OP_HOST_FUNC:
       if (op->u.call.fn) op->u.call.fn(op->u.call.arg);
       break;
+    case GRT__OP_CALLBACK:
+      op->u.cb.fn(op->stream, op->u.cb.status, op->u.cb.arg);
+      break;
     case GRT__OP_H2D:
       if (!(st = host_range(exec, op->u.mem.dev, op->u.mem.bytes, &a))) memcpy(a, op->u.mem.host, op->u.mem.bytes);
       break;
@@ -266,7 +270,36 @@ grt_status grt__run_body(grt_exec *exec, grt__op *op) {
   return st;
 }
 
-/* Drops every op that has not started; running ones finish normally. */
+/* A callback that had not started: CUDA runs every callback exactly once,
+ * after a device error too, telling it the error. */
+static void orphan(grt_exec *exec, grt__op *op) {
+  op->state = GRT__QUEUED;
+  op->u.cb.status = exec->error;
+  op->next = NULL;
+  if (exec->orphans_tail) exec->orphans_tail->next = op;
+  else exec->orphans = op;
+  exec->orphans_tail = op;
+  if (exec->cfg.clock == GRT_CLOCK_THREADS) pthread_cond_broadcast(&exec->engines[GRT_ENGINE_HOST].cv);
+}
+
+grt__op *grt__orphan_take(grt_exec *exec) {
+  grt__op *op = exec->orphans;
+  if (!op) return NULL;
+  exec->orphans = op->next;
+  if (!exec->orphans) exec->orphans_tail = NULL;
+  op->next = NULL;
+  exec->running++; /* a body runs: teardown waits for it (grt__wait_idle) */
+  return op;
+}
+
+void grt__orphan_done(grt_exec *exec, grt__op *op) {
+  exec->running--;
+  grt__op_free(exec, op);
+  grt__notify_hosts(exec);
+}
+
+/* Drops every op that has not started (callbacks become orphans, run later
+ * with the error); running ones finish normally. */
 void grt__cancel_all(grt_exec *exec) {
   for (grt_stream *s = exec->streams; s; s = s->all_next) {
     grt__op *keep = s->head && s->head->state == GRT__RUNNING ? s->head : NULL;
@@ -278,7 +311,8 @@ void grt__cancel_all(grt_exec *exec) {
       if (op->state == GRT__READY) grt__rq_remove(exec, op);
       if (op->kind == GRT__OP_UEV_SIGNAL) op->u.uev.uev->pending_signals--;
       exec->pending_ops--;
-      grt__op_free(exec, op);
+      if (op->kind == GRT__OP_CALLBACK) orphan(exec, op);
+      else grt__op_free(exec, op);
       op = next;
     }
     s->head = s->tail = keep;
@@ -300,8 +334,10 @@ bool grt__quiescent(grt_exec *exec) {
   return !exec->eval_head;
 }
 
+/* Threads: until no body runs, cancelled callbacks included (the host
+ * workers run them): after a sticky error the caller may free what they use. */
 void grt__wait_idle(grt_exec *exec) {
-  while (exec->running) {
+  while (exec->running || exec->orphans) {
     exec->host_waiters++;
     pthread_cond_wait(&exec->done_cv, &exec->lock);
     exec->host_waiters--;

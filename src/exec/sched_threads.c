@@ -169,6 +169,18 @@ static void run_op(grt_exec *exec, grt__worker *w, grt__op *op) {
   exec->deferring = false;
 }
 
+/* A host worker runs a callback the sticky error cancelled, as the body it
+ * runs (blocking calls from it are refused). Lock held on entry and exit. */
+static void run_orphan(grt_exec *exec, grt__worker *w, grt__op *op) {
+  w->current = op;
+  pthread_mutex_unlock(&exec->lock);
+  grt_status st = grt__run_body(exec, op); /* a callback's body cannot fail */
+  (void)st;
+  pthread_mutex_lock(&exec->lock);
+  w->current = NULL;
+  grt__orphan_done(exec, op);
+}
+
 static void *worker_main(void *arg) {
   grt__worker *w = arg;
 #if defined(__linux__)
@@ -180,7 +192,14 @@ static void *worker_main(void *arg) {
   grt__engine *e = &exec->engines[w->engine];
   grt__op *op = NULL;
   pthread_mutex_lock(&exec->lock);
-  while (!exec->stop) {
+  bool host = w->engine == GRT_ENGINE_HOST;
+  for (;;) {
+    grt__op *cb = !op && host ? grt__orphan_take(exec) : NULL;
+    if (cb) { /* before stopping too: every callback runs once */
+      run_orphan(exec, w, cb);
+      continue;
+    }
+    if (exec->stop) break;
     if (!op) op = next_op(exec, e, w->engine);
     if (!op) {
       deferred d;

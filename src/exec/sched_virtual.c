@@ -108,6 +108,24 @@ static void advance_one(grt_exec *exec) {
   grt__sched_complete(exec, op, exec->now_ns);
 }
 
+/* The callbacks the sticky error cancelled run on the driver, each once, as
+ * bodies (blocking calls from them are refused). */
+static void run_orphans(grt_exec *exec) {
+  grt__op *op;
+  while ((op = grt__orphan_take(exec))) {
+    grt__op *saved = exec->cb_op;
+    exec->cb_op = op;
+    exec->cb_depth++;
+    pthread_mutex_unlock(&exec->lock);
+    grt_status st = grt__run_body(exec, op); /* a callback's body cannot fail */
+    (void)st;
+    pthread_mutex_lock(&exec->lock);
+    exec->cb_depth--;
+    exec->cb_op = saved;
+    grt__orphan_done(exec, op);
+  }
+}
+
 static void become_driver(grt_exec *exec, bool *outer) {
   pthread_t self = pthread_self();
   while (exec->driving && !pthread_equal(exec->driver, self)) {
@@ -157,6 +175,7 @@ grt_status grt__virtual_wait(grt_exec *exec, grt__cond_fn cond, void *ctx, uint6
      * so the ops all of them make ready compete by priority (exactly). */
     while (exec->heap_n && exec->heap[0].t <= exec->now_ns && !exec->error) advance_one(exec);
   }
+  if (outer && exec->error) run_orphans(exec); /* the synchronizing call that meets the error runs them */
   leave_driver(exec, outer);
   return st;
 }
@@ -185,6 +204,13 @@ grt_status grt__virtual_host_delay(grt_exec *exec, uint64_t ns) {
   grt_status st = grt__virtual_wait(exec, delay_done, &d, UINT64_MAX);
   if (!st && exec->now_ns < d.t) exec->now_ns = d.t;
   return st;
+}
+
+void grt__virtual_run_orphans(grt_exec *exec) {
+  bool outer;
+  become_driver(exec, &outer);
+  run_orphans(exec);
+  leave_driver(exec, outer);
 }
 
 void grt__virtual_free(grt_exec *exec) {

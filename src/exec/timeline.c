@@ -31,7 +31,7 @@
 
 static const char *const kind_names[] = {"kernel", "memcpy H2D", "memcpy D2H", "memcpy D2D", "memset",
                                          "host fn", "record", "wait", "signal", "wait value",
-                                         "graph launch", "graph alloc", "graph free"};
+                                         "graph launch", "graph alloc", "graph free", "callback"};
 
 void grt__trace_op(grt_exec *exec, const grt__op *op) {
   if (!exec->cfg.record_timeline) return;
