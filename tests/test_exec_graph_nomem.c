@@ -3,9 +3,14 @@
  * one gets through): memory nodes in a capture (the block, its map entry, the
  * node), instantiate (the body, the memory snapshot), a launch with deps on a
  * free and on the previous launch, and a free of graph memory outside any
- * graph. After each refusal the graph memory's state reads as before and the
- * next attempt gives the result a call without failures gives. Virtual clock
- * only: no worker thread allocates behind the test's back. */
+ * graph; graph creation, nodes added by hand (their handles, the node list,
+ * the dependencies, a child graph's clone, an allocation node's block),
+ * edges (the cycle check's scratch, the lists' room), node handles for a
+ * graph, update (the new body, the handles it may name) and a launch with a
+ * record node (the events' saved snapshots). After each refusal the graph
+ * reads as before and the next attempt gives the result a call without
+ * failures gives. Virtual clock only: no worker thread allocates behind the
+ * test's back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -176,9 +181,162 @@ static void test_memory_nodes_nomem(void **state) {
   world_end(&w);
 }
 
+/* Runs call(ctx) failing its 1st, 2nd, ... allocation; after each refusal
+ * check(ctx) says nothing changed. The call must allocate (allocates) or may not. */
+typedef grt_status (*call_fn)(void *ctx);
+typedef void (*check_fn)(void *ctx);
+
+static void each_failure(call_fn call, check_fn check, void *ctx, bool allocates) {
+  for (long n = 1;; n++) {
+    nomem_arm(n);
+    grt_status st = call(ctx);
+    if (!nomem_disarm()) {
+      assert_int_equal(st, GRT_OK);
+      assert_true(!allocates || n > 1);
+      return;
+    }
+    assert_int_equal(st, GRT_ERR_NOMEM);
+    check(ctx);
+  }
+}
+
+typedef struct edit {
+  world w;
+  grt_graph *g, *child, *made;
+  grt_graph_node *a, *b, *out, *nodes[4];
+  grt_graph_exec *ge;
+  grt_event *ev;
+  size_t n_nodes, n_edges, n_out;
+  grt_devptr p;
+  grt_graph_update_info info;
+} edit;
+
+static void counts_unchanged(void *ctx) {
+  edit *e = ctx;
+  size_t n, m;
+  assert_int_equal(grt_graph_node_count(e->g, &n), GRT_OK);
+  assert_int_equal(grt_graph_edge_count(e->g, &m), GRT_OK);
+  assert_int_equal(n, e->n_nodes);
+  assert_int_equal(m, e->n_edges);
+  assert_int_equal(segments(e->w.exec), 0);
+}
+
+static void remember(edit *e) {
+  assert_int_equal(grt_graph_node_count(e->g, &e->n_nodes), GRT_OK);
+  assert_int_equal(grt_graph_edge_count(e->g, &e->n_edges), GRT_OK);
+}
+
+static grt_status do_create(void *ctx) { return grt_graph_create(((edit *)ctx)->w.exec, &((edit *)ctx)->made); }
+static void no_check(void *ctx) { (void)ctx; }
+
+static grt_status do_kernel(void *ctx) {
+  edit *e = ctx;
+  grt_kernel_desc d = {NULL, NULL, 100, GRT_ENGINE_COMPUTE, "k"};
+  grt_graph_node *deps[2] = {e->a, e->b};
+  return grt_graph_add_kernel_node(e->g, deps, 2, &d, &e->out);
+}
+
+static grt_status do_child(void *ctx) {
+  edit *e = ctx;
+  return grt_graph_add_child_graph_node(e->g, &e->out, 1, e->child, &e->out);
+}
+
+static grt_status do_edges(void *ctx) {
+  edit *e = ctx;
+  grt_graph_node *from[2] = {e->a, e->b}, *to[2] = {e->out, e->out};
+  return grt_graph_add_dependencies(e->g, from, to, 2);
+}
+
+static grt_status do_record(void *ctx) {
+  edit *e = ctx;
+  return grt_graph_add_event_record_node(e->g, &e->out, 1, e->ev, &e->out);
+}
+
+static grt_status do_alloc(void *ctx) {
+  edit *e = ctx;
+  return grt_graph_add_mem_alloc_node(e->g, NULL, 0, 4096, &e->p, &e->nodes[3]);
+}
+
+static grt_status do_get_nodes(void *ctx) {
+  edit *e = ctx;
+  e->n_out = 4;
+  return grt_graph_get_nodes(e->g, e->nodes, &e->n_out);
+}
+
+static grt_status do_instantiate(void *ctx) {
+  edit *e = ctx;
+  return grt_graph_instantiate(e->g, &e->ge);
+}
+
+static grt_status do_update(void *ctx) {
+  edit *e = ctx;
+  return grt_graph_exec_update_ex(e->ge, e->g, &e->info);
+}
+
+static void update_unchanged(void *ctx) {
+  edit *e = ctx;
+  assert_int_equal(e->info.result, GRT_GRAPH_UPDATE_ERROR);
+}
+
+static grt_status do_launch(void *ctx) {
+  edit *e = ctx;
+  return grt_graph_launch(e->ge, e->w.s);
+}
+
+static void not_launched(void *ctx) {
+  edit *e = ctx;
+  assert_int_equal(grt_event_query(e->ev), GRT_OK); /* never recorded still */
+  assert_int_equal(grt_stream_query(e->w.s), GRT_OK);
+}
+
+/* Editing calls, instantiate, update and a launch with a record node. */
+static void test_edit_nomem(void **state) {
+  (void)state;
+  edit e = {0};
+  e.w = world_new();
+  each_failure(do_create, no_check, &e, true);
+  e.g = e.made;
+  assert_int_equal(grt_graph_create(e.w.exec, &e.child), GRT_OK);
+  grt_kernel_desc d = {NULL, NULL, 100, GRT_ENGINE_COMPUTE, "k"};
+  assert_int_equal(grt_graph_add_kernel_node(e.child, NULL, 0, &d, &e.out), GRT_OK);
+  assert_int_equal(grt_graph_add_kernel_node(e.g, NULL, 0, &d, &e.a), GRT_OK);
+  assert_int_equal(grt_graph_add_kernel_node(e.g, NULL, 0, &d, &e.b), GRT_OK);
+  assert_int_equal(grt_event_create(e.w.exec, 0, &e.ev), GRT_OK);
+  remember(&e);
+  each_failure(do_kernel, counts_unchanged, &e, true);
+  remember(&e);
+  each_failure(do_child, counts_unchanged, &e, true);
+  grt_graph_node *k;
+  assert_int_equal(grt_graph_add_kernel_node(e.g, NULL, 0, &d, &k), GRT_OK);
+  e.out = k;
+  remember(&e);
+  each_failure(do_edges, counts_unchanged, &e, true);
+  remember(&e);
+  e.out = k;
+  each_failure(do_record, counts_unchanged, &e, false);
+  remember(&e);
+  each_failure(do_get_nodes, counts_unchanged, &e, false);
+  assert_int_equal(e.n_out, 4);
+  each_failure(do_instantiate, no_check, &e, true);
+  each_failure(do_update, update_unchanged, &e, true);
+  assert_int_equal(e.info.result, GRT_GRAPH_UPDATE_OK);
+  each_failure(do_launch, not_launched, &e, true);
+  assert_int_equal(grt_stream_synchronize(e.w.s), GRT_OK);
+  assert_int_equal(grt_event_query(e.ev), GRT_OK);
+  assert_int_equal(grt_graph_exec_destroy(e.ge), GRT_OK);
+  remember(&e);
+  each_failure(do_alloc, counts_unchanged, &e, true);
+  assert_int_equal(segments(e.w.exec), 1);
+  assert_int_equal(grt_graph_destroy(e.g), GRT_OK);
+  assert_int_equal(grt_graph_destroy(e.child), GRT_OK);
+  assert_int_equal(grt_event_destroy(e.ev), GRT_OK);
+  world_end(&e.w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memory_nodes_nomem),
+      cmocka_unit_test(test_edit_nomem),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

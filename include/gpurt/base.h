@@ -52,7 +52,8 @@ extern "C" {
   X(GRT_ERR_DRIVER, 24, "device driver returned an error")                        \
   X(GRT_ERR_INTERNAL, 25, "internal error (a gpurt bug)")                        \
   X(GRT_ERR_CAPTURE_UNSUPPORTED, 26, "operation not permitted while a stream capture is in progress") \
-  X(GRT_ERR_CAPTURE_IMPLICIT, 27, "legacy stream use would depend implicitly on a stream capture in progress")
+  X(GRT_ERR_CAPTURE_IMPLICIT, 27, "legacy stream use would depend implicitly on a stream capture in progress") \
+  X(GRT_ERR_GRAPH_CYCLE, 28, "the edge would close a cycle: a graph's edges must form a DAG")
 
 /* A grt_status must never be dropped: a failed call changes nothing, so an
  * unchecked failure silently loses the caller's intent. Clang marks the type

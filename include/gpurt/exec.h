@@ -367,8 +367,9 @@ GRT_API GRT_MUST_CHECK grt_status grt_exec_timeline_count(grt_exec *exec, size_t
  * executable graphs stay as zombies until the exec goes (GRT_ERR_DESTROYED).
  */
 
-typedef struct grt_graph grt_graph;           /* a captured graph (template) */
+typedef struct grt_graph grt_graph;           /* a graph (template): captured or built node by node */
 typedef struct grt_graph_exec grt_graph_exec; /* an instantiated, launchable graph */
+typedef struct grt_graph_node grt_graph_node; /* a node of a graph (see "explicit construction") */
 
 typedef enum grt_capture_mode {
 /* A capture's mode (grt_stream_begin_capture) and a thread's capture
@@ -430,23 +431,47 @@ GRT_API GRT_MUST_CHECK grt_status grt_graph_instantiate(grt_graph *g, grt_graph_
  * capturing stream. A refused launch changes nothing. */
 GRT_API GRT_MUST_CHECK grt_status grt_graph_launch(grt_graph_exec *ge, grt_stream *s);
 
+/* cudaGraphExecUpdateResult, with CUDA's values. */
 typedef enum grt_graph_update_result {
-  GRT_GRAPH_UPDATE_OK = 0,
-  GRT_GRAPH_UPDATE_TOPOLOGY_CHANGED = 1,  /* node count or edges differ */
-  GRT_GRAPH_UPDATE_NODE_KIND_CHANGED = 2, /* a node's kind or engine differs */
-  GRT_GRAPH_UPDATE_NOT_SUPPORTED = 3      /* memory nodes can't be updated */
+  GRT_GRAPH_UPDATE_OK = 0,                          /* cudaGraphExecUpdateSuccess */
+  GRT_GRAPH_UPDATE_ERROR = 1,                       /* a bad argument; the status says which */
+  GRT_GRAPH_UPDATE_TOPOLOGY_CHANGED = 2,            /* node count or edges differ */
+  GRT_GRAPH_UPDATE_NODE_TYPE_CHANGED = 3,           /* a node's type differs */
+  GRT_GRAPH_UPDATE_FUNCTION_CHANGED = 4,            /* CUDA drivers before 11.2; never returned */
+  GRT_GRAPH_UPDATE_PARAMETERS_CHANGED = 5,          /* a copy's direction differs */
+  GRT_GRAPH_UPDATE_NOT_SUPPORTED = 6,               /* memory nodes can't be updated */
+  GRT_GRAPH_UPDATE_UNSUPPORTED_FUNCTION_CHANGE = 7, /* a kernel's engine differs */
+  GRT_GRAPH_UPDATE_ATTRIBUTES_CHANGED = 8,          /* node attributes; the model has none: never returned */
+  GRT_GRAPH_UPDATE_NODE_KIND_CHANGED = GRT_GRAPH_UPDATE_NODE_TYPE_CHANGED /* the same result */
 } grt_graph_update_result;
 
-/* Updates ge in place from g when the topology is identical (same nodes in
- * capture order, same kinds and engines, same edges): node parameters (bodies,
- * arguments, durations, names, copy addresses and sizes) are replaced for
- * launches issued afterwards; launches already issued run the old parameters.
- * Otherwise GRT_ERR_NOT_PERMITTED, ge unchanged, and *result (may be NULL) says why. */
+/* cudaGraphExecUpdateResultInfo. */
+typedef struct grt_graph_update_info {
+  grt_graph_update_result result;
+  grt_graph_node *error_node;      /* the node of g the failure is about (NULL: not one node) */
+  grt_graph_node *error_from_node; /* TOPOLOGY_CHANGED on an edge: the mismatched dependency in g */
+} grt_graph_update_info;
+
+/* cudaGraphExecUpdate: updates ge in place from g when g is topologically
+ * identical to the graph ge was made from (nodes paired in creation order,
+ * dependencies in edge order, child graphs compared as flattened): node
+ * parameters (kernel and host functions, arguments, durations, names, copy
+ * and memset addresses, sizes and values, events) are replaced for launches
+ * issued afterwards; launches already issued run the old ones. Otherwise
+ * GRT_ERR_NOT_PERMITTED (cudaErrorGraphExecUpdateFailure), ge unchanged, and
+ * *info (may be NULL) says why and names the node of g; a bad argument gives
+ * its status with GRT_GRAPH_UPDATE_ERROR. The node handles it names may be
+ * made by this call (GRT_ERR_NOMEM when they cannot be). */
+GRT_API GRT_MUST_CHECK grt_status grt_graph_exec_update_ex(grt_graph_exec *ge, grt_graph *g,
+                                                           grt_graph_update_info *info);
+/* grt_graph_exec_update_ex with only the result (result may be NULL). */
 GRT_API GRT_MUST_CHECK grt_status grt_graph_exec_update(grt_graph_exec *ge, grt_graph *g,
                                                         grt_graph_update_result *result);
 /* GRT_ERR_BUSY while a launch of ge is pending (nothing changed). */
 GRT_API GRT_MUST_CHECK grt_status grt_graph_exec_destroy(grt_graph_exec *ge);
-/* Node count, and graph-pool bytes held (the blocks of its allocation nodes). */
+/* Node count (a child graph node counts as its graph's nodes plus an entry
+ * and an exit marker), and graph-pool bytes held (the blocks of its
+ * allocation nodes). */
 GRT_API GRT_MUST_CHECK grt_status grt_graph_exec_info(grt_graph_exec *ge, size_t *nodes, uint64_t *pool_bytes);
 
 /* Allocation node: legal only while s captures (GRT_ERR_STATE otherwise).
@@ -463,6 +488,106 @@ GRT_API GRT_MUST_CHECK grt_status grt_stream_free_async_graph(grt_stream *s, grt
 /* cudaDeviceGraphMemTrim: returns to the device the graph memory that waited
  * only for its last free to be reached (blocks of destroyed graphs). */
 GRT_API GRT_MUST_CHECK grt_status grt_exec_graph_mem_trim(grt_exec *exec);
+
+/* ---- graphs: explicit construction (cudaGraphCreate, cudaGraphAdd*Node, ...) ------
+ *
+ * A graph built node by node, or a captured one edited: every call below
+ * works on either. Dependencies (deps, n_deps) are nodes of the same graph
+ * without duplicates (GRT_ERR_INVALID_ARG; another exec's: GRT_ERR_WRONG_DEVICE;
+ * a destroyed node: GRT_ERR_DESTROYED); n_deps = 0 makes a root. The edges
+ * form a DAG: an edge that would close a cycle is GRT_ERR_GRAPH_CYCLE (CUDA
+ * requires a DAG). A graph with memory nodes keeps its nodes and edges
+ * (removing one is GRT_ERR_NOT_PERMITTED) and cannot be a child graph, as in
+ * CUDA. Instantiate takes a snapshot: editing the graph later (nodes, edges,
+ * a child graph's source) changes no executable graph made before. Every
+ * call checks everything before its first change: a failed call changes
+ * nothing. *out is written only on success.
+ *
+ * A node handle stays valid until the exec is destroyed; once its node or
+ * graph is destroyed, calls with it return GRT_ERR_DESTROYED. A captured
+ * graph's nodes get handles from grt_graph_get_nodes.
+ *
+ * Event nodes act at the launch, as the stream calls they stand for do at
+ * the point they are issued: a wait node's event is bound when the launch is
+ * issued (the launch waits for that snapshot, all of it: the model's
+ * granularity, CUDA's nodes may start earlier); a record node records its
+ * event at the launch (waits and queries then see the whole launch; its time
+ * is the node's). Child graph nodes run a clone of the child taken by the
+ * call, flattened into the launch. */
+
+/* cudaGraphNodeType, with CUDA's values (no external semaphore or conditional nodes). */
+typedef enum grt_graph_node_type {
+  GRT_GRAPH_NODE_KERNEL = 0,
+  GRT_GRAPH_NODE_MEMCPY = 1,
+  GRT_GRAPH_NODE_MEMSET = 2,
+  GRT_GRAPH_NODE_HOST = 3,
+  GRT_GRAPH_NODE_GRAPH = 4, /* a child graph */
+  GRT_GRAPH_NODE_EMPTY = 5,
+  GRT_GRAPH_NODE_WAIT_EVENT = 6,
+  GRT_GRAPH_NODE_EVENT_RECORD = 7,
+  GRT_GRAPH_NODE_MEM_ALLOC = 10,
+  GRT_GRAPH_NODE_MEM_FREE = 11
+} grt_graph_node_type;
+
+typedef enum grt_memcpy_kind { GRT_MEMCPY_H2D = 0, GRT_MEMCPY_D2H = 1, GRT_MEMCPY_D2D = 2 } grt_memcpy_kind;
+
+typedef struct grt_memcpy_desc {
+  grt_memcpy_kind kind;
+  grt_devptr dst; /* H2D, D2D: the device destination */
+  grt_devptr src; /* D2H, D2D: the device source */
+  void *host;     /* H2D: the source, D2H: the destination; valid while launches may run */
+  uint64_t bytes;
+} grt_memcpy_desc;
+
+/* cudaGraphCreate: an empty graph of exec (destroy with grt_graph_destroy). */
+GRT_API GRT_MUST_CHECK grt_status grt_graph_create(grt_exec *exec, grt_graph **out);
+/* The launch's kernel: desc as for grt_launch_kernel (the name is copied). */
+GRT_API GRT_MUST_CHECK grt_status grt_graph_add_kernel_node(grt_graph *g, grt_graph_node *const *deps,
+                                                            size_t n_deps, const grt_kernel_desc *desc,
+                                                            grt_graph_node **out);
+GRT_API GRT_MUST_CHECK grt_status grt_graph_add_host_node(grt_graph *g, grt_graph_node *const *deps, size_t n_deps,
+                                                          grt_host_fn fn, void *arg, grt_graph_node **out);
+/* Device ranges are checked now as for the stream calls (GRT_ERR_UNKNOWN_POINTER). */
+GRT_API GRT_MUST_CHECK grt_status grt_graph_add_memcpy_node(grt_graph *g, grt_graph_node *const *deps,
+                                                            size_t n_deps, const grt_memcpy_desc *desc,
+                                                            grt_graph_node **out);
+GRT_API GRT_MUST_CHECK grt_status grt_graph_add_memset_node(grt_graph *g, grt_graph_node *const *deps,
+                                                            size_t n_deps, grt_devptr dst, int value, uint64_t bytes,
+                                                            grt_graph_node **out);
+/* A node that does nothing: an ordering point. */
+GRT_API GRT_MUST_CHECK grt_status grt_graph_add_empty_node(grt_graph *g, grt_graph_node *const *deps, size_t n_deps,
+                                                           grt_graph_node **out);
+GRT_API GRT_MUST_CHECK grt_status grt_graph_add_event_record_node(grt_graph *g, grt_graph_node *const *deps,
+                                                                  size_t n_deps, grt_event *ev, grt_graph_node **out);
+GRT_API GRT_MUST_CHECK grt_status grt_graph_add_event_wait_node(grt_graph *g, grt_graph_node *const *deps,
+                                                                size_t n_deps, grt_event *ev, grt_graph_node **out);
+/* Runs a clone of child, taken now; GRT_ERR_NOT_PERMITTED when child has memory nodes. */
+GRT_API GRT_MUST_CHECK grt_status grt_graph_add_child_graph_node(grt_graph *g, grt_graph_node *const *deps,
+                                                                 size_t n_deps, grt_graph *child,
+                                                                 grt_graph_node **out);
+/* cudaGraphAddMemAllocNode: *ptr receives the address, fixed for the node's
+ * life (memory nodes above; GRT_ERR_OOM / GRT_ERR_SIZE from the device). */
+GRT_API GRT_MUST_CHECK grt_status grt_graph_add_mem_alloc_node(grt_graph *g, grt_graph_node *const *deps,
+                                                               size_t n_deps, uint64_t size, grt_devptr *ptr,
+                                                               grt_graph_node **out);
+/* cudaGraphAddMemFreeNode: ptr as for grt_stream_free_async_graph while capturing. */
+GRT_API GRT_MUST_CHECK grt_status grt_graph_add_mem_free_node(grt_graph *g, grt_graph_node *const *deps,
+                                                              size_t n_deps, grt_devptr ptr, grt_graph_node **out);
+/* cudaGraphAddDependencies: to[i] comes to depend on from[i], for i < n.
+ * GRT_ERR_INVALID_ARG for an edge that exists (or is given twice),
+ * GRT_ERR_GRAPH_CYCLE when one would close a cycle (a node on itself too). */
+GRT_API GRT_MUST_CHECK grt_status grt_graph_add_dependencies(grt_graph *g, grt_graph_node *const *from,
+                                                             grt_graph_node *const *to, size_t n);
+/* cudaGraphRemoveDependencies: GRT_ERR_NOT_FOUND for an edge that does not exist. */
+GRT_API GRT_MUST_CHECK grt_status grt_graph_remove_dependencies(grt_graph *g, grt_graph_node *const *from,
+                                                                grt_graph_node *const *to, size_t n);
+/* cudaGraphDestroyNode: the node and its edges, both ways. */
+GRT_API GRT_MUST_CHECK grt_status grt_graph_destroy_node(grt_graph_node *node);
+/* cudaGraphGetNodes: nodes NULL: *n = the node count. Else fills up to *n
+ * handles in creation order, sets the rest of the *n entries to NULL and
+ * writes the number filled to *n. */
+GRT_API GRT_MUST_CHECK grt_status grt_graph_get_nodes(grt_graph *g, grt_graph_node **nodes, size_t *n);
+GRT_API GRT_MUST_CHECK grt_status grt_graph_node_get_type(grt_graph_node *node, grt_graph_node_type *out);
 
 /* cudaMalloc / cudaFree through the runtime: the synchronous device calls the
  * capture modes restrict (see above); otherwise grt_device_malloc / free. The

@@ -53,6 +53,7 @@ class DriverError(Error): status = "GRT_ERR_DRIVER"
 class InternalError(Error): status = "GRT_ERR_INTERNAL"
 class CaptureUnsupportedError(Error): status = "GRT_ERR_CAPTURE_UNSUPPORTED"
 class CaptureImplicitError(Error): status = "GRT_ERR_CAPTURE_IMPLICIT"
+class GraphCycleError(Error): status = "GRT_ERR_GRAPH_CYCLE"
 
 #: status name -> exception class, for every status the library can return
 BY_STATUS: dict[str, type[Error]] = {cls.status: cls for cls in Error.__subclasses__()}

@@ -257,6 +257,9 @@ struct grt_exec {
   unsigned live_graphs, live_gexecs;
   grt__u64map gallocs;          /* graph allocations by address: every block not yet back on the device */
   struct grt__gblock *gpending; /* blocks nothing refers to whose last free is still ahead */
+  struct grt__hslab *hslabs;    /* graph node handles, freed with the exec (graph_edit.c) */
+  struct grt_graph_node *hfree; /* handles not handed out yet */
+  uint32_t n_hfree;
 
   /* timeline */
   grt__trace_rec *trace;

@@ -1,9 +1,10 @@
-/* graph.c — graph templates and executable graphs as objects: building a
- * graph's node list, instantiate, update in place, destroy, and the graph
- * memory pool's lifetime.
+/* graph.c — graph templates and executable graphs as objects: a graph's
+ * node list, instantiate, destroy, and the launch's release of its body.
+ * Editing is in graph_edit.c, update in graph_update.c.
  *
- * Invariants: a graph's nodes are in capture order and every dependency
- * points at an earlier node (topological order). A graph with memory nodes
+ * Invariants: a graph's nodes are in creation order and its edges form a
+ * DAG; instantiate takes a snapshot (the body, and refs on the memory
+ * blocks), so editing the graph later changes no executable graph. A graph with memory nodes
  * has at most one live executable graph (g->live_exec), as in CUDA; each
  * holds refs on the blocks of its memory nodes (graph_mem.c), which go back
  * to the device only after the exec lock is released. Destroyed graphs and
@@ -52,20 +53,43 @@ grt_graph *grt__graph_new(grt_exec *exec) {
 
 void grt__graph_free_nodes(grt_graph *g, grt__gblock **batch) {
   for (uint32_t i = 0; i < g->n; i++) {
-    grt__gblock *b = g->nodes[i].block;
-    if (!b) continue;
+    grt__gnode *nd = &g->nodes[i];
+    free(nd->deps);
+    if (nd->h) nd->h->destroyed = true;
+    if (nd->child) {
+      grt__graph_free_nodes(nd->child, batch);
+      free(nd->child);
+    }
+    grt__gblock *b = nd->block;
+    if (!b || !batch) continue;
     if (b->owner == g) b->owner = NULL; /* no more free nodes can join it */
     grt__gblock_unref(g->exec, b, batch);
   }
-  g->n_mem = 0;
   free(g->nodes);
-  free(g->deps);
   g->nodes = NULL;
-  g->deps = NULL;
-  g->n = g->cap = g->n_deps = g->deps_cap = 0;
+  g->n = g->cap = g->n_edges = g->n_mem = 0;
+}
+
+/* The node type a captured op makes. */
+static uint8_t type_of(uint8_t kind) {
+  switch (kind) {
+    case GRT__OP_H2D:
+    case GRT__OP_D2H:
+    case GRT__OP_D2D: return GRT_GRAPH_NODE_MEMCPY;
+    case GRT__OP_MEMSET: return GRT_GRAPH_NODE_MEMSET;
+    case GRT__OP_HOST_FUNC: return GRT_GRAPH_NODE_HOST;
+    case GRT__OP_GALLOC: return GRT_GRAPH_NODE_MEM_ALLOC;
+    case GRT__OP_GFREE: return GRT_GRAPH_NODE_MEM_FREE;
+    default: return GRT_GRAPH_NODE_KERNEL;
+  }
 }
 
 bool grt__graph_add_node(grt_graph *g, const grt__op *proto, const grt__idxvec *deps, uint32_t *idx) {
+  return grt__graph_add_node_deps(g, proto, type_of(proto->kind), deps->v, deps->n, idx);
+}
+
+bool grt__graph_add_node_deps(grt_graph *g, const grt__op *proto, uint8_t type, const uint32_t *deps, uint32_t n,
+                              uint32_t *idx) {
   if (g->n == g->cap) {
     uint32_t cap = g->cap ? 2 * g->cap : 16;
     grt__gnode *p = realloc(g->nodes, cap * sizeof *p);
@@ -73,31 +97,26 @@ bool grt__graph_add_node(grt_graph *g, const grt__op *proto, const grt__idxvec *
     g->nodes = p;
     g->cap = cap;
   }
-  while (g->n_deps + deps->n > g->deps_cap) {
-    uint32_t cap = g->deps_cap ? 2 * g->deps_cap : 16;
-    uint32_t *p = realloc(g->deps, cap * sizeof *p);
-    if (!p) return false;
-    g->deps = p;
-    g->deps_cap = cap;
-  }
+  uint32_t *d = NULL;
+  if (n && !(d = malloc(n * sizeof *d))) return false;
+  if (n) memcpy(d, deps, n * sizeof *d);
   grt__gnode *nd = &g->nodes[g->n];
+  memset(nd, 0, sizeof *nd);
   nd->proto = *proto;
   nd->proto.next = nd->proto.rnext = NULL;
   nd->proto.deps = NULL;
   nd->proto.ndeps = nd->proto.next_dep = 0;
   nd->proto.gparent = NULL;
   nd->proto.state = GRT__QUEUED;
-  nd->dep_first = g->n_deps;
-  nd->ndeps = deps->n;
-  nd->block = NULL;
-  if (deps->n) memcpy(g->deps + g->n_deps, deps->v, deps->n * sizeof *deps->v);
-  g->n_deps += deps->n;
+  nd->deps = d;
+  nd->ndeps = nd->cap_deps = n;
+  nd->type = type;
+  g->n_edges += n;
   *idx = g->n++;
   return true;
 }
 
-/* Locks g's exec when g is a live graph. */
-static grt_status graph_lock(grt_graph *g) {
+grt_status grt__graph_lock(grt_graph *g) {
   if (!g || g->magic != GRT__GRAPH_MAGIC) return GRT_ERR_INVALID_ARG;
   pthread_mutex_lock(&g->exec->lock);
   if (!g->destroyed) return GRT_OK;
@@ -105,7 +124,7 @@ static grt_status graph_lock(grt_graph *g) {
   return GRT_ERR_DESTROYED;
 }
 
-static grt_status gexec_lock(grt_graph_exec *ge) {
+grt_status grt__gexec_lock(grt_graph_exec *ge) {
   if (!ge || ge->magic != GRT__GEXEC_MAGIC) return GRT_ERR_INVALID_ARG;
   pthread_mutex_lock(&ge->exec->lock);
   if (!ge->destroyed) return GRT_OK;
@@ -115,7 +134,7 @@ static grt_status gexec_lock(grt_graph_exec *ge) {
 
 grt_status grt_graph_destroy(grt_graph *g) {
   if (!g) return GRT_OK;
-  grt_status st = graph_lock(g);
+  grt_status st = grt__graph_lock(g);
   if (st) return st;
   grt_exec *exec = g->exec;
   g->destroyed = true;
@@ -130,7 +149,7 @@ grt_status grt_graph_destroy(grt_graph *g) {
 
 grt_status grt_graph_set_name(grt_graph *g, const char *name) {
   if (!name) return GRT_ERR_INVALID_ARG;
-  grt_status st = graph_lock(g);
+  grt_status st = grt__graph_lock(g);
   if (st) return st;
   snprintf(g->name, sizeof g->name, "%s", name);
   pthread_mutex_unlock(&g->exec->lock);
@@ -139,7 +158,7 @@ grt_status grt_graph_set_name(grt_graph *g, const char *name) {
 
 grt_status grt_graph_node_count(grt_graph *g, size_t *out) {
   if (!out) return GRT_ERR_INVALID_ARG;
-  grt_status st = graph_lock(g);
+  grt_status st = grt__graph_lock(g);
   if (st) return st;
   *out = g->n;
   pthread_mutex_unlock(&g->exec->lock);
@@ -148,9 +167,9 @@ grt_status grt_graph_node_count(grt_graph *g, size_t *out) {
 
 grt_status grt_graph_edge_count(grt_graph *g, size_t *out) {
   if (!out) return GRT_ERR_INVALID_ARG;
-  grt_status st = graph_lock(g);
+  grt_status st = grt__graph_lock(g);
   if (st) return st;
-  *out = g->n_deps;
+  *out = g->n_edges;
   pthread_mutex_unlock(&g->exec->lock);
   return GRT_OK;
 }
@@ -158,7 +177,7 @@ grt_status grt_graph_edge_count(grt_graph *g, size_t *out) {
 grt_status grt_graph_instantiate(grt_graph *g, grt_graph_exec **out) {
   if (!out) return GRT_ERR_INVALID_ARG;
   *out = NULL;
-  grt_status st = graph_lock(g);
+  grt_status st = grt__graph_lock(g);
   if (st) return st;
   grt_exec *exec = g->exec;
   grt_graph_exec *ge = NULL;
@@ -188,26 +207,7 @@ grt_status grt_graph_instantiate(grt_graph *g, grt_graph_exec **out) {
   return GRT_OK;
 }
 
-/* Same nodes, kinds, engines and edges? */
-static grt_graph_update_result compare(const grt__gbody *b, const grt_graph *g) {
-  if (b->n != g->n) return GRT_GRAPH_UPDATE_TOPOLOGY_CHANGED;
-  for (uint32_t i = 0; i < g->n; i++) {
-    const grt__op *a = &b->ops[i], *c = &g->nodes[i].proto;
-    if (a->kind == GRT__OP_GALLOC || a->kind == GRT__OP_GFREE || c->kind == GRT__OP_GALLOC ||
-        c->kind == GRT__OP_GFREE)
-      return GRT_GRAPH_UPDATE_NOT_SUPPORTED;
-    if (a->kind != c->kind || a->engine != c->engine) return GRT_GRAPH_UPDATE_NODE_KIND_CHANGED;
-  }
-  for (uint32_t i = 0; i < g->n; i++) {
-    uint32_t n = b->pred_first[i + 1] - b->pred_first[i];
-    if (n != g->nodes[i].ndeps ||
-        (n && memcmp(b->preds + b->pred_first[i], g->deps + g->nodes[i].dep_first, n * sizeof *b->preds)))
-      return GRT_GRAPH_UPDATE_TOPOLOGY_CHANGED;
-  }
-  return GRT_GRAPH_UPDATE_OK;
-}
-
-static void body_unref(grt_graph_exec *ge, grt__gbody *b) {
+void grt__graph_body_unref(grt_graph_exec *ge, grt__gbody *b) {
   if (--b->refs) return;
   for (grt__gbody **pp = &ge->retired; *pp; pp = &(*pp)->next_retired)
     if (*pp == b) {
@@ -217,34 +217,9 @@ static void body_unref(grt_graph_exec *ge, grt__gbody *b) {
   grt__graph_body_free(b);
 }
 
-grt_status grt_graph_exec_update(grt_graph_exec *ge, grt_graph *g, grt_graph_update_result *result) {
-  grt_graph_update_result dummy;
-  if (!result) result = &dummy;
-  *result = GRT_GRAPH_UPDATE_OK;
-  if (!g || g->magic != GRT__GRAPH_MAGIC) return GRT_ERR_INVALID_ARG;
-  grt_status st = gexec_lock(ge);
-  if (st) return st;
-  grt_exec *exec = ge->exec;
-  grt__gbody *nb = NULL;
-  if (g->exec != exec) st = GRT_ERR_WRONG_DEVICE;
-  else if (g->destroyed) st = GRT_ERR_DESTROYED;
-  else if ((*result = compare(ge->body, g)) != GRT_GRAPH_UPDATE_OK) st = GRT_ERR_NOT_PERMITTED;
-  else if (!(nb = grt__graph_body_build(g))) st = GRT_ERR_NOMEM;
-  if (!st) {
-    grt__gbody *old = ge->body;
-    nb->refs = 1;
-    ge->body = nb;
-    old->next_retired = ge->retired;
-    ge->retired = old;
-    body_unref(ge, old);
-  }
-  pthread_mutex_unlock(&exec->lock);
-  return st;
-}
-
 grt_status grt_graph_exec_destroy(grt_graph_exec *ge) {
   if (!ge) return GRT_OK;
-  grt_status st = gexec_lock(ge);
+  grt_status st = grt__gexec_lock(ge);
   if (st) return st;
   grt_exec *exec = ge->exec;
   if (ge->inflight) {
@@ -265,7 +240,7 @@ grt_status grt_graph_exec_destroy(grt_graph_exec *ge) {
 }
 
 grt_status grt_graph_exec_info(grt_graph_exec *ge, size_t *nodes, uint64_t *pool_bytes) {
-  grt_status st = gexec_lock(ge);
+  grt_status st = grt__gexec_lock(ge);
   if (st) return st;
   if (nodes) *nodes = ge->body->n;
   if (pool_bytes) *pool_bytes = ge->pool_bytes;
@@ -279,7 +254,7 @@ void grt__graph_launch_release(grt_exec *exec, grt__op *op) {
   (void)exec;
   grt_graph_exec *ge = op->u.graph.ge;
   ge->inflight--;
-  body_unref(ge, op->u.graph.body);
+  grt__graph_body_unref(ge, op->u.graph.body);
   op->u.graph.body = NULL;
 }
 
@@ -287,8 +262,7 @@ void grt__graph_free_all(grt_exec *exec) {
   for (grt__capture *c = exec->captures, *n; c; c = n) {
     n = c->next;
     for (uint32_t i = 0; i < c->n_members; i++) grt__graph_idx_free(&c->members[i]->cap_front);
-    free(c->graph->nodes); /* its blocks go with the rest of graph memory below */
-    free(c->graph->deps);
+    grt__graph_free_nodes(c->graph, NULL); /* its blocks go with the rest of graph memory below */
     free(c->graph);
     free(c->members);
     free(c);
@@ -306,9 +280,9 @@ void grt__graph_free_all(grt_exec *exec) {
   }
   for (grt_graph *g = exec->graphs, *n; g; g = n) {
     n = g->all_next;
-    free(g->nodes);
-    free(g->deps);
+    grt__graph_free_nodes(g, NULL);
     free(g);
   }
   grt__graph_mem_free_all(exec);
+  grt__graph_handles_free(exec);
 }

@@ -77,7 +77,7 @@ static bool all_joined(grt__capture *c) {
   while (ok && sp) {
     const grt__gnode *nd = &g->nodes[stack[--sp]];
     for (uint32_t k = 0; k < nd->ndeps; k++) {
-      uint32_t d = g->deps[nd->dep_first + k];
+      uint32_t d = nd->deps[k];
       if (!mark[d]) mark[d] = 1, stack[sp++] = d;
     }
   }

@@ -1,17 +1,24 @@
-/* graph_exec.c — running executable graphs: the flat launch body, launch
- * (one op on the stream), expansion when the launch op becomes ready, node
- * completion and cancellation.
+/* graph_exec.c — running executable graphs: launch (one op on the stream),
+ * expansion when the launch op becomes ready, node completion and
+ * cancellation. The flat body a launch runs is built in graph_body.c.
  *
  * A launch is a single GRT__OP_GRAPH op in its stream's FIFO. When it reaches
  * the head with its deps met, grt__graph_expand resets the body's countdown
  * (remaining[i] = number of predecessors), and settles the nodes with none:
  * nodes that need an engine enter its ready queue as ordinary ops (at the
  * launching stream's priority); empty nodes (no body, no duration: allocation
- * and free nodes, empty kernels) complete on the spot. Each completion counts
+ * and free nodes, empty nodes and kernels, event nodes, a child graph's
+ * markers) complete on the spot. Each completion counts
  * down its successors; the launch op completes — advancing its stream like
  * any op — when its last node did. Nothing is allocated per node: the body's
  * op array, countdown and work queue are reused by each launch (launches of
  * one executable graph are serialized, see graph_impl.h).
+ *
+ * Event nodes act at the launch, in API order, like the stream calls they
+ * stand for: a wait node binds to its event's snapshot when the launch is
+ * issued and the whole launch waits for it; a record node records its event
+ * at the launch (a wait on it waits for the whole launch), and stamps its
+ * time when the node itself settles.
  *
  * Timeline: the launch is a slice on its stream's track spanning its nodes,
  * which are slices on the same track (nested) and on their engine slots.
@@ -22,108 +29,115 @@
 
 #include "exec/graph_impl.h"
 
-void grt__graph_body_free(grt__gbody *b) {
-  if (!b) return;
-  free(b->ops);
-  free(b->pred_first);
-  free(b->preds);
-  free(b->succ_first);
-  free(b->succ);
-  free(b->remaining);
-  free(b->stack);
-  free(b->chain_next);
-  free(b->spot);
-  free(b->indeg);
-  free(b->roots);
-  free(b);
-}
-
-/* No body and no duration: nothing for an engine to do. */
-static bool settles_on_spot(const grt__op *nd) {
-  return nd->engine == GRT__ENGINE_NONE || (nd->kind == GRT__OP_KERNEL && !nd->u.call.fn && !nd->duration_ns);
-}
-
-/* j can run on the worker that ran i, right after it, without the lock: it is
- * i's only successor, i is its only predecessor (so nothing else can make it
- * ready), and it needs the same engine — compute or copy, not host functions,
- * which may block in grt_user_event_wait. */
-static uint32_t chain_successor(const grt__gbody *b, uint32_t i) {
-  if (b->succ_first[i + 1] - b->succ_first[i] != 1) return UINT32_MAX;
-  uint32_t j = b->succ[b->succ_first[i]];
-  const grt__op *a = &b->ops[i], *c = &b->ops[j];
-  if (b->pred_first[j + 1] - b->pred_first[j] != 1 || c->engine != a->engine || c->engine == GRT_ENGINE_HOST ||
-      settles_on_spot(c) || settles_on_spot(a))
-    return UINT32_MAX;
-  return j;
-}
-
-grt__gbody *grt__graph_body_build(const grt_graph *g) {
-  grt__gbody *b = calloc(1, sizeof *b);
-  if (!b) return NULL;
-  uint32_t n = g->n, m = g->n_deps;
-  b->n = n;
-  b->ops = calloc(n ? n : 1, sizeof *b->ops);
-  b->pred_first = calloc(n + 1, sizeof *b->pred_first);
-  b->preds = malloc((m ? m : 1) * sizeof *b->preds);
-  b->succ_first = calloc(n + 2, sizeof *b->succ_first);
-  b->succ = malloc((m ? m : 1) * sizeof *b->succ);
-  b->remaining = malloc((n ? n : 1) * sizeof *b->remaining);
-  b->stack = malloc((n ? n : 1) * sizeof *b->stack);
-  b->chain_next = malloc((n ? n : 1) * sizeof *b->chain_next);
-  b->spot = malloc(n ? n : 1);
-  b->indeg = malloc((n ? n : 1) * sizeof *b->indeg);
-  b->roots = malloc((n ? n : 1) * sizeof *b->roots);
-  if (!b->indeg || !b->roots || !b->spot || !b->ops || !b->pred_first || !b->preds || !b->succ_first || !b->succ || !b->remaining || !b->stack ||
-      !b->chain_next) {
-    grt__graph_body_free(b);
-    return NULL;
-  }
-  for (uint32_t i = 0; i < n; i++) {
-    const grt__gnode *nd = &g->nodes[i];
-    b->ops[i] = nd->proto;
-    b->ops[i].deps = &b->ops[i].inline_dep;
-    b->ops[i].gindex = i;
-    b->pred_first[i + 1] = b->pred_first[i] + nd->ndeps;
-    if (nd->ndeps) memcpy(b->preds + b->pred_first[i], g->deps + nd->dep_first, nd->ndeps * sizeof *b->preds);
-    for (uint32_t k = 0; k < nd->ndeps; k++) b->succ_first[g->deps[nd->dep_first + k] + 2]++;
-  }
-  /* CSR fill: succ_first[i + 1] is the write cursor of i, ending at succ_first[i + 1]'s final value. */
-  for (uint32_t i = 0; i < n; i++) b->succ_first[i + 2] += b->succ_first[i + 1];
-  for (uint32_t i = 0; i < n; i++)
-    for (uint32_t k = b->pred_first[i]; k < b->pred_first[i + 1]; k++) b->succ[b->succ_first[b->preds[k] + 1]++] = i;
-  for (uint32_t i = 0; i < n; i++) {
-    b->chain_next[i] = chain_successor(b, i);
-    b->spot[i] = settles_on_spot(&b->ops[i]);
-    b->indeg[i] = b->pred_first[i + 1] - b->pred_first[i];
-    if (!b->indeg[i]) b->roots[b->n_roots++] = i;
-  }
-  return b;
-}
-
 grt_status grt_graph_launch(grt_graph_exec *ge, grt_stream *s) { return grt_graph_launch_ex(ge, s, NULL); }
 
-/* The launch op waits for the previous launch when that was on another
- * stream, and for the frees its allocations wait for (graph_mem.c); with id
- * it gets one (op.c's rule: written only on success). */
-static grt_status submit_launch(grt_graph_exec *ge, grt_stream *s, grt__op *op, grt_op_id *id) {
-  grt_exec *exec = s->exec;
-  grt_stream *prev = ge->last_stream;
-  uint64_t t = 0;
+/* An event's snapshot, to put back when the launch that overwrote it fails. */
+typedef struct ev_saved {
+  grt_event *ev;
+  grt_stream *stream;
+  uint64_t seq, gen, src_uid, time_ns;
+  bool time_valid;
+} ev_saved;
+
+/* The wait nodes' events: the launch waits for their snapshots as of now.
+ * Refused: a destroyed event, or one recorded in a capture in progress (the
+ * launch cannot join it). Counts the record nodes into *n_records. */
+static grt_status bind_waits(const grt__gbody *b, grt__op *op, uint32_t *n_records) {
+  *n_records = 0;
+  for (uint32_t k = 0; k < b->n_events; k++) {
+    const grt__op *nd = &b->ops[b->events[k]];
+    grt_event *ev = nd->u.rec.event;
+    if (ev->destroyed) return GRT_ERR_DESTROYED;
+    if (nd->kind == GRT__OP_RECORD) {
+      ++*n_records;
+      continue;
+    }
+    if (ev->cap) return GRT_ERR_CAPTURE;
+    if (ev->stream && ev->stream != op->stream && grt__done(ev->stream) < ev->seq &&
+        !grt__op_add_dep(op, ev->stream, ev->seq, ev->src_uid, ev))
+      return GRT_ERR_NOMEM;
+  }
+  return GRT_OK;
+}
+
+/* The record nodes' events snapshot the launch about to be issued on s, as
+ * grt_event_record does (the launch may complete inside the submit); saved
+ * first into save (n_records entries). */
+static void record_events(const grt__gbody *b, grt_stream *s, ev_saved *save) {
+  uint32_t j = 0;
+  for (uint32_t k = 0; k < b->n_events; k++) {
+    const grt__op *nd = &b->ops[b->events[k]];
+    if (nd->kind != GRT__OP_RECORD) continue;
+    grt_event *ev = nd->u.rec.event;
+    save[j++] = (ev_saved){ev, ev->stream, ev->seq, ev->gen, ev->src_uid, ev->time_ns, ev->time_valid};
+    ev->gen++;
+    ev->time_valid = false;
+    ev->stream = s;
+    ev->seq = s->issued_seq + 1;
+    ev->src_uid = s->exec->next_uid + 1;
+  }
+}
+
+static void unrecord_events(ev_saved *save, uint32_t n) {
+  while (n--) { /* backwards: an event recorded twice gets its first snapshot back */
+    ev_saved *v = &save[n];
+    v->ev->stream = v->stream;
+    v->ev->seq = v->seq;
+    v->ev->gen = v->gen;
+    v->ev->src_uid = v->src_uid;
+    v->ev->time_ns = v->time_ns;
+    v->ev->time_valid = v->time_valid;
+  }
+}
+
+/* Recorded outside their capture now: no longer captured events. */
+static void uncapture_events(ev_saved *save, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    if (save[i].ev->cap) {
+      save[i].ev->cap = NULL;
+      grt__graph_idx_free(&save[i].ev->cap_nodes);
+    }
+}
+
+/* Everything a launch checks or needs before it is issued, in op. */
+static grt_status prepare_launch(grt_graph_exec *ge, grt__op *op, ev_saved **save, uint32_t *n_records) {
+  grt_stream *prev = ge->last_stream, *s = op->stream;
   grt_status st = grt__graph_mem_launch_check(ge, op);
   if (!st && prev && prev != s && grt__done(prev) < ge->last_seq &&
       !grt__op_add_dep(op, prev, ge->last_seq, ge->last_uid, NULL))
     st = GRT_ERR_NOMEM;
+  if (!st) st = bind_waits(ge->body, op, n_records);
+  if (!st && *n_records && !(*save = malloc(*n_records * sizeof **save))) st = GRT_ERR_NOMEM;
+  return st;
+}
+
+/* The launch op waits for the previous launch when that was on another
+ * stream, for the frees its allocations wait for (graph_mem.c) and for its
+ * wait nodes' events; with id it gets one (op.c's rule: written only on
+ * success). */
+static grt_status submit_launch(grt_graph_exec *ge, grt_stream *s, grt__op *op, grt_op_id *id) {
+  grt_exec *exec = s->exec;
+  uint64_t t = 0;
+  ev_saved *save = NULL;
+  uint32_t n_records = 0;
+  grt_status st = prepare_launch(ge, op, &save, &n_records);
   if (!st && id) st = grt__op_id_take(exec, &t);
   if (st) {
+    free(save);
     grt__op_free(exec, op);
     return st;
   }
   op->times_id = t;
+  record_events(ge->body, s, save);
   uint64_t seq, uid;
   if ((st = grt__submit_ex(op, &seq, &uid))) {
+    unrecord_events(save, n_records);
+    free(save);
     grt__op_id_undo(exec, t);
     return st;
   }
+  uncapture_events(save, n_records);
+  free(save);
   ge->last_stream = s;
   ge->last_seq = seq;
   ge->last_uid = uid;
@@ -168,6 +182,14 @@ static void release_succ(grt__gbody *b, uint32_t i, uint32_t *tail) {
   }
 }
 
+/* A record node reached: its event's time, if the event's snapshot is still this launch. */
+static void stamp_record(const grt__op *nd, const grt__op *launch, uint64_t now) {
+  grt_event *ev = nd->u.rec.event;
+  if (ev->stream != launch->stream || ev->seq != launch->seq) return;
+  ev->time_ns = now;
+  ev->time_valid = true;
+}
+
 /* Settles the queued nodes (and what they release in turn); completes the
  * launch when no node is left. */
 static void settle(grt_exec *exec, grt__op *op, uint32_t head, uint32_t tail, uint64_t now) {
@@ -175,7 +197,7 @@ static void settle(grt_exec *exec, grt__op *op, uint32_t head, uint32_t tail, ui
   bool trace = exec->cfg.record_timeline;
   while (head < tail) {
     uint32_t i = b->stack[head++];
-    if (b->spot[i] && !trace) { /* the replay fast path: only the compact arrays are touched */
+    if (b->spot[i] == GRT__SPOT_PLAIN && !trace) { /* the replay fast path: only the compact arrays are touched */
       op->u.graph.left--;
       release_succ(b, i, &tail);
       continue;
@@ -189,6 +211,7 @@ static void settle(grt_exec *exec, grt__op *op, uint32_t head, uint32_t tail, ui
     if (trace) nd->uid = ++exec->next_uid;
     if (b->spot[i]) {
       nd->start_ns = nd->end_ns = now;
+      if (b->spot[i] == GRT__SPOT_RECORD) stamp_record(nd, op, now);
       grt__trace_op(exec, nd);
       op->u.graph.left--;
       release_succ(b, i, &tail);

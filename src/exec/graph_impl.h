@@ -1,17 +1,22 @@
 /* graph_impl.h — private structures of graphs: captures, graph templates,
- * executable graphs and their flat launch bodies (graph.c, graph_capture.c,
- * graph_exec.c).
+ * executable graphs and their flat launch bodies (graph.c, graph_edit.c,
+ * graph_capture.c, graph_body.c, graph_exec.c, graph_update.c, graph_mem.c).
  *
- * A capture grows a grt_graph: nodes in capture order, each an op prototype
- * plus the indices of the nodes it depends on. Every dependency points at an
- * earlier node, so capture order is a topological order. Streams in a capture
- * carry a frontier (the nodes their next captured op depends on); a captured
- * event carries the frontier of its stream at the record.
+ * A grt_graph is a list of nodes in creation order (capture order, or the
+ * order of the grt_graph_add_*_node calls), each an op prototype, its node
+ * type, and the indices of the nodes it depends on in the order their edges
+ * were made. The edges form a DAG (graph_edit.c refuses a cycle); a captured
+ * graph's edges all point at earlier nodes. Streams in a capture carry a
+ * frontier (the nodes their next captured op depends on); a captured event
+ * carries the frontier of its stream at the record. A child graph node owns a
+ * clone of its graph, which no handle names.
  *
  * An executable graph holds a body: the flat, pre-resolved form a launch runs
- * — one prefilled grt__op per node (what the engines execute), the
- * predecessor count of each node, its successors as one CSR array, and the
- * per-launch countdown. Launches of one executable graph are serialized (each
+ * (graph_body.c), with child graphs flattened into it — one prefilled grt__op
+ * per node (what the engines execute), the predecessor count of each node,
+ * its successors as one CSR array, and the per-launch countdown; and, for
+ * update, each flat node's type and the top-level node it came from.
+ * Launches of one executable graph are serialized (each
  * depends on the previous), so one body is run by at most one launch at a time
  * and its per-launch arrays are reused without allocation. An update installs
  * a new body; the old one lives until the launches already issued with it end
@@ -32,6 +37,7 @@
 
 #define GRT__GRAPH_MAGIC 0x47525048u /* "GRPH" */
 #define GRT__GEXEC_MAGIC 0x47455845u /* "GEXE" */
+#define GRT__GNODE_MAGIC 0x474e4f44u /* "GNOD" */
 
 typedef struct grt__gblock {
   grt_devptr ptr;
@@ -60,27 +66,45 @@ typedef struct grt__gmem {
 
 typedef struct grt__gnode {
   grt__op proto;             /* kind, engine, duration, u, name */
-  uint32_t dep_first, ndeps; /* predecessors: graph->deps[dep_first .. +ndeps) */
+  uint32_t *deps;            /* predecessors, in the order their edges were made */
+  uint32_t ndeps, cap_deps;
+  uint8_t type;              /* grt_graph_node_type */
   grt__gblock *block;        /* memory nodes: the block allocated or freed */
+  struct grt_graph *child;   /* child graph nodes: the clone it runs (owned) */
+  struct grt_graph_node *h;  /* its handle, made on first use; NULL: none yet */
 } grt__gnode;
 
-struct grt_graph {
+/* A node handle: stays (a zombie once its node or graph is destroyed) until
+ * the exec goes, so a stale one reads GRT_ERR_DESTROYED (graph_edit.c). */
+struct grt_graph_node {
   uint32_t magic;
+  bool destroyed;
+  uint32_t idx;                /* the node's index in graph->nodes while alive */
+  struct grt_graph *graph;     /* set once, when the handle is handed out */
+  struct grt_graph_node *next; /* the exec's unused handles */
+};
+
+struct grt_graph {
+  uint32_t magic;              /* 0 for a child graph node's clone: no caller holds one */
   bool destroyed;
   grt_exec *exec;
   char name[GRT__OP_NAME_MAX];
   grt__gnode *nodes;
   uint32_t n, cap;
-  uint32_t *deps;
-  uint32_t n_deps, deps_cap;
+  uint32_t n_edges;
   uint32_t n_mem;                   /* memory nodes (allocation and free) */
   struct grt_graph_exec *live_exec; /* with memory nodes: its one executable graph */
   struct grt_graph *all_next;
 };
 
 struct grt__gbody {
-  uint32_t n;
+  uint32_t n;           /* flat nodes: a child graph node is an entry and an exit marker around its graph's */
+  uint32_t n_top;       /* nodes of the graph it was built from */
   grt__op *ops;         /* per node: the op engines run (prefilled at instantiate) */
+  uint8_t *type;        /* per node: its grt_graph_node_type (the markers': GRT_GRAPH_NODE_GRAPH) */
+  uint32_t *origin;     /* per node: the top-level node it came from */
+  uint32_t *events;     /* the event record and wait nodes */
+  uint32_t n_events;
   uint32_t *pred_first; /* n + 1: predecessors of i in preds[pred_first[i] .. pred_first[i+1]) */
   uint32_t *preds;
   uint32_t *succ_first; /* n + 1: successors, same layout */
@@ -90,7 +114,7 @@ struct grt__gbody {
   uint32_t n_roots;
   uint32_t *remaining;  /* per launch: predecessors not yet done */
   uint32_t *stack;      /* per launch: nodes to settle on the spot */
-  uint8_t *spot;        /* 1: i settles on the spot (no body, no duration: no engine) */
+  uint8_t *spot;        /* i settles on the spot (no engine): GRT__SPOT_PLAIN, or _RECORD (stamps its event) */
   uint32_t *chain_next; /* the node a worker may run right after i without the lock, or UINT32_MAX */
   unsigned refs;        /* launches issued and not released, + 1 while current */
   grt__gbody *next_retired;
@@ -126,14 +150,33 @@ struct grt__capture {
   grt__capture *next;
 };
 
+#define GRT__SPOT_PLAIN 1
+#define GRT__SPOT_RECORD 2
+
 /* graph.c */
 bool grt__graph_idx_push(grt__idxvec *v, uint32_t x);      /* appends if absent */
 bool grt__graph_idx_copy(grt__idxvec *dst, const grt__idxvec *src);
 void grt__graph_idx_free(grt__idxvec *v);
 grt_graph *grt__graph_new(grt_exec *exec);
-/* Frees g's nodes; blocks that lose their last ref join *batch (lock held). */
+/* Frees g's nodes and marks their handles destroyed; blocks that lose their
+ * last ref join *batch (lock held). batch NULL: the exec's teardown, which
+ * frees every block itself. */
 void grt__graph_free_nodes(grt_graph *g, grt__gblock **batch);
+/* A captured node: its type follows from proto's kind. */
 bool grt__graph_add_node(grt_graph *g, const grt__op *proto, const grt__idxvec *deps, uint32_t *idx);
+/* Appends a node of type with the n predecessors deps (distinct, of g). */
+bool grt__graph_add_node_deps(grt_graph *g, const grt__op *proto, uint8_t type, const uint32_t *deps, uint32_t n,
+                              uint32_t *idx);
+/* Locks g's exec when g is a live graph (GRT_ERR_INVALID_ARG, GRT_ERR_DESTROYED otherwise; unlocked). */
+grt_status grt__graph_lock(grt_graph *g);
+grt_status grt__gexec_lock(grt_graph_exec *ge);
+void grt__graph_body_unref(grt_graph_exec *ge, grt__gbody *b);
+
+/* graph_edit.c (lock held) */
+bool grt__graph_handles_reserve(grt_exec *exec, uint32_t n); /* room for n more handles */
+grt_graph_node *grt__graph_handle(grt_graph *g, uint32_t i); /* node i's handle (reserved before) */
+grt_graph *grt__graph_clone(const grt_graph *src);            /* NULL: host memory ran out */
+void grt__graph_handles_free(grt_exec *exec);                 /* exec destroy */
 
 /* graph_mem.c (lock held unless said otherwise). A batch is a list of blocks
  * taken off the exec, to be freed on the device once the lock is released. */
@@ -156,7 +199,14 @@ void grt__graph_mem_free_all(grt_exec *exec); /* exec destroy, lock NOT held: ev
  * when it is not live) and the device block stays with its graph. */
 grt_status grt__graph_mem_free_now(grt_exec *exec, grt_devptr ptr, bool *graph_memory);
 
-/* graph_exec.c */
+/* graph_mem.c, for graph_edit.c (lock held): a block for ptr owned by g's new allocation node. */
+grt_status grt__gblock_new(grt_exec *exec, grt_graph *g, grt_devptr ptr, uint64_t size, grt__gblock **out);
+/* Whether g may get a free node for b (CUDA's rules): GRT_ERR_UNKNOWN_POINTER, GRT_ERR_DOUBLE_FREE. */
+grt_status grt__graph_mem_free_check(const grt_graph *g, const grt__gblock *b);
+/* A free node of g for b was added: its ref and the owner's rule. */
+void grt__graph_mem_freed_by(const grt_graph *g, grt__gblock *b);
+
+/* graph_body.c */
 grt__gbody *grt__graph_body_build(const grt_graph *g);
 void grt__graph_body_free(grt__gbody *b);
 

@@ -91,7 +91,7 @@ void grt__graph_mem_free_all(grt_exec *exec) {
 }
 
 /* A block for ptr, owned by g's allocation node; registered by address. */
-static grt_status block_new(grt_exec *exec, grt_graph *g, grt_devptr ptr, uint64_t size, grt__gblock **out) {
+grt_status grt__gblock_new(grt_exec *exec, grt_graph *g, grt_devptr ptr, uint64_t size, grt__gblock **out) {
   grt__gblock *b = calloc(1, sizeof *b);
   if (!b || !grt__u64map_reserve(&exec->gallocs, 1)) {
     free(b);
@@ -234,7 +234,7 @@ grt_status grt_stream_malloc_async_graph(grt_stream *s, uint64_t size, grt_devpt
   grt__gblock *b = NULL;
   if (!c || c->id != id) st = GRT_ERR_STATE; /* the capture ended meanwhile */
   else if (c->invalid) st = GRT_ERR_CAPTURE;
-  else if (!(st = block_new(exec, c->graph, p, size, &b)) && (st = capture_mem_node(s, GRT__OP_GALLOC, b))) {
+  else if (!(st = grt__gblock_new(exec, c->graph, p, size, &b)) && (st = capture_mem_node(s, GRT__OP_GALLOC, b))) {
     grt__u64map_del(&exec->gallocs, p);
     free(b);
   }
@@ -258,20 +258,24 @@ static bool frees_in(const grt_graph *g, const grt__gblock *b) {
 
 /* CUDA's rule: an allocation is freed in its own graph or in others, never
  * both, and at most once per graph. */
-static grt_status free_node_check(const grt_graph *g, const grt__gblock *b) {
+grt_status grt__graph_mem_free_check(const grt_graph *g, const grt__gblock *b) {
   if (!b) return GRT_ERR_UNKNOWN_POINTER;
   if (b->owner == g) return b->freed_in_owner || b->freed_elsewhere ? GRT_ERR_DOUBLE_FREE : GRT_OK;
   return b->freed_in_owner || frees_in(g, b) ? GRT_ERR_DOUBLE_FREE : GRT_OK;
 }
 
-static grt_status capture_free(grt_stream *s, grt_devptr ptr) {
-  grt_graph *g = s->cap->graph;
-  grt__gblock *b = grt__u64map_get(&s->exec->gallocs, ptr);
-  grt_status st = free_node_check(g, b);
-  if (st || (st = capture_mem_node(s, GRT__OP_GFREE, b))) return st;
+void grt__graph_mem_freed_by(const grt_graph *g, grt__gblock *b) {
   b->refs++;
   if (b->owner == g) b->freed_in_owner = true;
   else b->freed_elsewhere = true;
+}
+
+static grt_status capture_free(grt_stream *s, grt_devptr ptr) {
+  grt_graph *g = s->cap->graph;
+  grt__gblock *b = grt__u64map_get(&s->exec->gallocs, ptr);
+  grt_status st = grt__graph_mem_free_check(g, b);
+  if (st || (st = capture_mem_node(s, GRT__OP_GFREE, b))) return st;
+  grt__graph_mem_freed_by(g, b);
   return GRT_OK;
 }
 
