@@ -3,8 +3,8 @@
  * that made the update fail (cudaGraphExecUpdateResultInfo: errorNode, and
  * errorFromNode for a mismatched edge), for every result the model gives;
  * a refused update changes nothing, an accepted one changes the parameters
- * of launches issued afterwards only; the older grt_graph_exec_update still
- * works. */
+ * of launches issued afterwards only; grt_graph_exec_update, the result-only
+ * call, gives the same results. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,7 +123,7 @@ static void test_update_results(void **state) {
   grt_graph *g3 = three(w.exec, false, n3);
   refused(&w, g3, GRT_GRAPH_UPDATE_TOPOLOGY_CHANGED, NULL, NULL);
   grt_graph_update_result r = GRT_GRAPH_UPDATE_OK;
-  assert_int_equal(grt_graph_exec_update(w.ge, g3, &r), GRT_ERR_NOT_PERMITTED); /* the older call */
+  assert_int_equal(grt_graph_exec_update(w.ge, g3, &r), GRT_ERR_NOT_PERMITTED); /* the result-only call */
   assert_int_equal(r, GRT_GRAPH_UPDATE_TOPOLOGY_CHANGED);
   /* Another node type: the node of g. */
   grt_graph *gt = new_graph(w.exec);
