@@ -12,11 +12,11 @@
  * CUDA's rules kept here: dependencies name nodes of the same graph, without
  * duplicates; an edge added twice or removed while absent is an error; the
  * edges form a DAG (an edge that would close a cycle is refused with
- * GRT_ERR_GRAPH_CYCLE; CUDA requires it and finds the cycle at instantiate);
- * a child graph node runs a clone of its graph taken by the call, and a graph
- * with memory nodes cannot be one, nor lose nodes or edges. Every call checks
- * everything and reserves what it may need before its first change, so a
- * failed call changes nothing.
+ * GRT_ERR_GRAPH_CYCLE: CUDA's instantiate validates the structure, here the
+ * edge itself is refused); a child graph node runs a clone of its graph
+ * taken by the call, and a graph with memory nodes cannot be one, nor lose
+ * nodes or edges. Every call checks everything and reserves what it may need
+ * before its first change, so a failed call changes nothing.
  */
 #include <assert.h>
 #include <stdlib.h>
