@@ -201,6 +201,22 @@ GRT_API GRT_MUST_CHECK grt_status grt_stream_synchronize(grt_stream *s);
  * never recorded). GRT_ERR_WRONG_DEVICE for an event of another exec. */
 GRT_API GRT_MUST_CHECK grt_status grt_stream_wait_event(grt_stream *s, grt_event *ev);
 
+#define GRT_EVENT_WAIT_DEFAULT 0u  /* cudaEventWaitDefault: as grt_stream_wait_event */
+#define GRT_EVENT_WAIT_EXTERNAL 1u /* cudaEventWaitExternal: in a capture, an event wait node */
+/* cudaStreamWaitEvent with its flags. DEFAULT is grt_stream_wait_event:
+ * while s captures, ev must be an event recorded in the same capture (a fork
+ * or join); one recorded outside it is an isolation error (GRT_ERR_CAPTURE,
+ * the capture invalidated; a never-recorded event is a no-op). EXTERNAL is
+ * legal only while s captures (GRT_ERR_INVALID_ARG otherwise, nothing
+ * changed: CUDA's flag is invalid outside capture): the capture records an
+ * event wait node (GRT_GRAPH_NODE_WAIT_EVENT) after s's last node instead
+ * of an edge, so ev may have been recorded outside the capture, or not at
+ * all; every launch of the graph then waits for ev's record as of the launch
+ * (grt_graph_add_event_wait_node). A captured event (last recorded in a
+ * capture in progress) has no record a launch could wait for:
+ * GRT_ERR_CAPTURE, the capture invalidated. Other flags: GRT_ERR_INVALID_ARG. */
+GRT_API GRT_MUST_CHECK grt_status grt_stream_wait_event_with_flags(grt_stream *s, grt_event *ev, unsigned flags);
+
 /* ---- ops ---------------------------------------------------------------------- */
 
 typedef void (*grt_host_fn)(void *arg);
@@ -371,9 +387,9 @@ typedef struct grt_graph grt_graph;           /* a graph (template): captured or
 typedef struct grt_graph_exec grt_graph_exec; /* an instantiated, launchable graph */
 typedef struct grt_graph_node grt_graph_node; /* a node of a graph (see "explicit construction") */
 
-typedef enum grt_capture_mode {
 /* A capture's mode (grt_stream_begin_capture) and a thread's capture
  * interaction mode (grt_exec_thread_exchange_capture_mode) share the values. */
+typedef enum grt_capture_mode {
   GRT_CAPTURE_GLOBAL = 0,       /* capture: forbids unsafe calls in this thread and in every other thread
                                    (thread mode, the default: obeys both) */
   GRT_CAPTURE_THREAD_LOCAL = 1, /* capture: forbids unsafe calls in this thread only
@@ -400,7 +416,6 @@ GRT_API GRT_MUST_CHECK grt_status grt_stream_end_capture(grt_stream *s, grt_grap
  * invalidated) for the legacy stream while a blocking stream captures. */
 GRT_API GRT_MUST_CHECK grt_status grt_stream_capture_status(grt_stream *s, grt_capture_status *out);
 
-GRT_API GRT_MUST_CHECK grt_status grt_graph_destroy(grt_graph *g);
 /* cudaThreadExchangeStreamCaptureMode: sets the calling thread's capture
  * interaction mode to *mode and writes its previous mode to *mode, so that
  * calling it again with what it returned restores the mode (push and pop).
@@ -415,6 +430,7 @@ GRT_API GRT_MUST_CHECK grt_status grt_graph_destroy(grt_graph *g);
  * mode; GRT_ERR_NOMEM (nothing changed) when no per-thread slot can be had. */
 GRT_API GRT_MUST_CHECK grt_status grt_exec_thread_exchange_capture_mode(grt_exec *exec, grt_capture_mode *mode);
 
+GRT_API GRT_MUST_CHECK grt_status grt_graph_destroy(grt_graph *g);
 GRT_API GRT_MUST_CHECK grt_status grt_graph_set_name(grt_graph *g, const char *name); /* copied, 39 bytes */
 GRT_API grt_status grt_graph_node_count(grt_graph *g, size_t *out);
 /* Edges of the graph (after transitive duplicates within one node's list are removed). */

@@ -393,6 +393,7 @@ grt_status grt__graph_capture_submit(grt__op *op); /* lock held; op issued to a 
 grt_status grt__graph_legacy_check(grt_exec *exec, grt_stream *s); /* lock held; legacy use during capture */
 grt_status grt__graph_capture_record(grt_event *ev, grt_stream *s); /* lock held; s captures */
 grt_status grt__graph_capture_wait(grt_stream *s, grt_event *ev);   /* lock held; s captures or ev is captured */
+grt_status grt__graph_capture_wait_external(grt_stream *s, grt_event *ev); /* lock held; s captures */
 void grt__graph_invalidate(grt__capture *c);                        /* lock held */
 grt_status grt__graph_device_sync_check(grt_exec *exec);            /* lock held; invalidates every capture */
 /* capture_mode.c, lock held: a "potentially unsafe" call (stream or event query or synchronize,

@@ -176,15 +176,20 @@ grt_status grt_stream_capture_status(grt_stream *s, grt_capture_status *out) {
   return st;
 }
 
+/* s's frontier becomes node idx, just appended after it. */
+static grt_status advance_front(grt_stream *s, uint32_t idx) {
+  s->cap_front.n = 0;
+  if (grt__graph_idx_push(&s->cap_front, idx)) return GRT_OK;
+  invalidate(s->cap); /* the frontier is lost: the graph can't be trusted */
+  return GRT_ERR_NOMEM;
+}
+
 /* Appends a node after s's frontier; s's frontier becomes that node. */
 static grt_status capture_node(grt_stream *s, const grt__op *proto) {
   grt__capture *c = s->cap;
   uint32_t idx;
   if (!grt__graph_add_node(c->graph, proto, &s->cap_front, &idx)) return GRT_ERR_NOMEM;
-  s->cap_front.n = 0;
-  if (grt__graph_idx_push(&s->cap_front, idx)) return GRT_OK;
-  invalidate(c); /* the frontier is lost: the graph can't be trusted */
-  return GRT_ERR_NOMEM;
+  return advance_front(s, idx);
 }
 
 grt_status grt__graph_capture_submit(grt__op *op) {
@@ -254,6 +259,30 @@ grt_status grt__graph_capture_wait(grt_stream *s, grt_event *ev) {
   for (uint32_t i = 0; i < ev->cap_nodes.n; i++)
     if (!grt__graph_idx_push(&s->cap_front, ev->cap_nodes.v[i])) return GRT_ERR_NOMEM;
   return GRT_OK;
+}
+
+/* cudaEventWaitExternal: an event wait node after s's frontier, bound to
+ * ev's record when the graph is launched (graph_exec.c), not an edge: ev may
+ * be recorded outside the capture. A captured event's record is a frontier
+ * in a capture, nothing a launch could wait for. */
+grt_status grt__graph_capture_wait_external(grt_stream *s, grt_event *ev) {
+  grt__capture *c = s->cap;
+  if (c->invalid) return GRT_ERR_CAPTURE;
+  if (ev->cap) {
+    invalidate(c);
+    return GRT_ERR_CAPTURE;
+  }
+  grt__op proto;
+  memset(&proto, 0, sizeof proto);
+  proto.stream = s;
+  proto.kind = GRT__OP_WAIT;
+  proto.engine = GRT__ENGINE_NONE;
+  proto.u.rec.event = ev;
+  snprintf(proto.name, sizeof proto.name, "wait %s", ev->name);
+  uint32_t idx;
+  if (!grt__graph_add_node_deps(c->graph, &proto, GRT_GRAPH_NODE_WAIT_EVENT, s->cap_front.v, s->cap_front.n, &idx))
+    return GRT_ERR_NOMEM;
+  return advance_front(s, idx);
 }
 
 void grt__graph_invalidate(grt__capture *c) { invalidate(c); }

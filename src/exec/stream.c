@@ -182,7 +182,11 @@ grt_status grt_stream_synchronize(grt_stream *s) {
 }
 
 grt_status grt_stream_wait_event(grt_stream *s, grt_event *ev) {
-  if (!ev || ev->magic != GRT__EVENT_MAGIC) return GRT_ERR_INVALID_ARG;
+  return grt_stream_wait_event_with_flags(s, ev, GRT_EVENT_WAIT_DEFAULT);
+}
+
+grt_status grt_stream_wait_event_with_flags(grt_stream *s, grt_event *ev, unsigned flags) {
+  if (!ev || ev->magic != GRT__EVENT_MAGIC || (flags & ~GRT_EVENT_WAIT_EXTERNAL)) return GRT_ERR_INVALID_ARG;
   grt_status st = grt__stream_check(s);
   if (st) return st;
   if (ev->exec != s->exec) return GRT_ERR_WRONG_DEVICE;
@@ -190,6 +194,8 @@ grt_status grt_stream_wait_event(grt_stream *s, grt_event *ev) {
   grt_exec *exec = s->exec;
   if (ev->destroyed) st = GRT_ERR_DESTROYED;
   else if ((st = grt__graph_legacy_check(exec, s))) {
+  } else if (flags & GRT_EVENT_WAIT_EXTERNAL) {
+    st = s->cap ? grt__graph_capture_wait_external(s, ev) : GRT_ERR_INVALID_ARG; /* only in a capture */
   } else if (s->cap || ev->cap) {
     st = grt__graph_capture_wait(s, ev); /* fork, join or a capture rule */
   }
