@@ -500,7 +500,7 @@ static void test_errors(void **state) {
                "pool_release: pool (2, 0) is already released (use_count 0)");
   expect_error(fx.a, grt_alloc_pool_release(fx.a, p), GRT_ERR_BUSY,
                "pool_release: pool (1, 0) is still begun on stream 3; end it before its last release");
-  expect_error(fx.a, grt_alloc_pool_empty_cache(fx.a, q), GRT_ERR_CAPTURE,
+  expect_error(fx.a, grt_alloc_pool_empty_cache(fx.a, q), GRT_ERR_CAPTURE_UNSUPPORTED,
                "pool_empty_cache: pool (2, 0) cannot be emptied while pool (1, 0) is begun (its pending frees "
                "would be waited for during a capture)");
   expect_error(fx.a, grt_alloc_pool_empty_cache(fx.a, none), GRT_ERR_NOT_FOUND,

@@ -77,7 +77,7 @@ static void test_callback_errors(void **state) {
   assert_int_equal(grt_stream_add_callback(NULL, record_cb, &w, 0), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_stream_query(s), GRT_OK); /* nothing issued */
   assert_int_equal(grt_stream_destroy(s), GRT_OK);
-  assert_int_equal(grt_stream_add_callback(s, record_cb, &w, 0), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_stream_add_callback(s, record_cb, &w, 0), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_exec_synchronize(exec), GRT_OK);
   assert_int_equal(atomic_load(&w.calls), 0);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
@@ -198,7 +198,7 @@ static void test_callback_capture(void **state) {
                      legacy ? GRT_ERR_CAPTURE_IMPLICIT : GRT_ERR_CAPTURE_UNSUPPORTED);
     assert_int_equal(grt_stream_capture_status(s, &cs), GRT_OK);
     assert_int_equal(cs, GRT_CAPTURE_STATUS_INVALIDATED);
-    assert_int_equal(grt_stream_end_capture(s, &g), GRT_ERR_CAPTURE);
+    assert_int_equal(grt_stream_end_capture(s, &g), GRT_ERR_CAPTURE_INVALIDATED);
     assert_null(g);
   }
   assert_int_equal(grt_exec_synchronize(exec), GRT_OK);

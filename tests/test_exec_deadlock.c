@@ -133,17 +133,17 @@ static void test_bad_input(void **state) {
   assert_int_equal(grt_stream_query(s), GRT_OK);
   /* Destroyed objects. */
   assert_int_equal(grt_event_destroy(ev), GRT_OK);
-  assert_int_equal(grt_event_record(ev, s), GRT_ERR_DESTROYED);
-  assert_int_equal(grt_event_query(ev), GRT_ERR_DESTROYED);
-  assert_int_equal(grt_stream_wait_event(s, ev), GRT_ERR_DESTROYED);
-  assert_int_equal(grt_event_destroy(ev), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_event_record(ev, s), GRT_ERR_INVALID_HANDLE);
+  assert_int_equal(grt_event_query(ev), GRT_ERR_INVALID_HANDLE);
+  assert_int_equal(grt_stream_wait_event(s, ev), GRT_ERR_INVALID_HANDLE);
+  assert_int_equal(grt_event_destroy(ev), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_user_event_destroy(u), GRT_OK);
-  assert_int_equal(grt_user_event_signal(u, 1), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_user_event_signal(u, 1), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_stream_destroy(s), GRT_OK);
   grt_stream_id id;
-  assert_int_equal(grt_stream_get_id(s, &id), GRT_ERR_DESTROYED);
-  assert_int_equal(grt_stream_synchronize(s), GRT_ERR_DESTROYED);
-  assert_int_equal(grt_stream_set_name(s, "x"), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_stream_get_id(s, &id), GRT_ERR_INVALID_HANDLE);
+  assert_int_equal(grt_stream_synchronize(s), GRT_ERR_INVALID_HANDLE);
+  assert_int_equal(grt_stream_set_name(s, "x"), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_exec_destroy(NULL), GRT_OK);
   assert_int_equal(grt_stream_destroy(NULL), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
@@ -183,7 +183,7 @@ static void test_stream_ops(void **state) {
   assert_int_equal(ops.event_query(ops.ctx, ev), 1);
   ops.event_synchronize(ops.ctx, ev); /* complete: returns at once */
   ops.event_destroy(ops.ctx, ev);
-  assert_int_equal(grt_event_query((grt_event *)(uintptr_t)ev), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_event_query((grt_event *)(uintptr_t)ev), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_user_event_destroy(gate), GRT_OK);
   assert_int_equal(grt_stream_destroy(a), GRT_OK);
   assert_int_equal(grt_stream_destroy(b), GRT_OK);

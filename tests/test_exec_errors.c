@@ -221,7 +221,7 @@ static void test_children_args(void **state) {
     assert_int_equal(grt_event_elapsed_ns(e, NULL, &ns), GRT_ERR_INVALID_ARG);
     assert_int_equal(grt_event_elapsed_ns(e, e2, NULL), GRT_ERR_INVALID_ARG);
     assert_int_equal(grt_event_elapsed_ns(e, oe, &ns), GRT_ERR_WRONG_DEVICE);
-    assert_int_equal(grt_event_elapsed_time(e, e2, &ms), GRT_ERR_STATE); /* never recorded */
+    assert_int_equal(grt_event_elapsed_time(e, e2, &ms), GRT_ERR_INVALID_HANDLE); /* never recorded */
     assert_int_equal(grt_event_record(e, s), GRT_OK);
     assert_int_equal(grt_event_record(e2, s), GRT_OK);
     assert_int_equal(grt_event_synchronize(e2), GRT_OK);
@@ -271,23 +271,23 @@ static void test_children_args(void **state) {
     /* live children keep the exec */
     assert_int_equal(grt_exec_destroy(exec), GRT_ERR_BUSY);
     assert_int_equal(grt_user_event_destroy(u), GRT_OK);
-    assert_int_equal(grt_user_event_destroy(u), GRT_ERR_DESTROYED);
-    assert_int_equal(grt_user_event_signal(u, 9), GRT_ERR_DESTROYED);
+    assert_int_equal(grt_user_event_destroy(u), GRT_ERR_INVALID_HANDLE);
+    assert_int_equal(grt_user_event_signal(u, 9), GRT_ERR_INVALID_HANDLE);
     assert_int_equal(grt_exec_destroy(exec), GRT_ERR_BUSY); /* events, stream */
     assert_int_equal(grt_event_destroy(e), GRT_OK);
-    assert_int_equal(grt_event_destroy(e), GRT_ERR_DESTROYED);
-    assert_int_equal(grt_event_record(e, s), GRT_ERR_DESTROYED);
-    assert_int_equal(grt_event_query(e), GRT_ERR_DESTROYED);
-    assert_int_equal(grt_event_set_name(e, "z"), GRT_ERR_DESTROYED);
-    assert_int_equal(grt_stream_wait_event(s, e), GRT_ERR_DESTROYED);
+    assert_int_equal(grt_event_destroy(e), GRT_ERR_INVALID_HANDLE);
+    assert_int_equal(grt_event_record(e, s), GRT_ERR_INVALID_HANDLE);
+    assert_int_equal(grt_event_query(e), GRT_ERR_INVALID_HANDLE);
+    assert_int_equal(grt_event_set_name(e, "z"), GRT_ERR_INVALID_HANDLE);
+    assert_int_equal(grt_stream_wait_event(s, e), GRT_ERR_INVALID_HANDLE);
     assert_int_equal(grt_event_destroy(e2), GRT_OK);
     assert_int_equal(grt_exec_destroy(exec), GRT_ERR_BUSY); /* the stream */
     assert_int_equal(grt_stream_destroy(s), GRT_OK);
-    assert_int_equal(grt_stream_destroy(s), GRT_ERR_DESTROYED);
-    assert_int_equal(grt_stream_set_name(s, "z"), GRT_ERR_DESTROYED);
-    assert_int_equal(grt_stream_get_priority(s, &prio), GRT_ERR_DESTROYED);
+    assert_int_equal(grt_stream_destroy(s), GRT_ERR_INVALID_HANDLE);
+    assert_int_equal(grt_stream_set_name(s, "z"), GRT_ERR_INVALID_HANDLE);
+    assert_int_equal(grt_stream_get_priority(s, &prio), GRT_ERR_INVALID_HANDLE);
     assert_int_equal(grt_launch_kernel(s, &(grt_kernel_desc){NULL, NULL, 0, GRT_ENGINE_COMPUTE, NULL}),
-                     GRT_ERR_DESTROYED);
+                     GRT_ERR_INVALID_HANDLE);
     /* device segments of the exec's own device keep it too */
     grt_device *dev = NULL;
     grt_devptr p = 0;
@@ -359,10 +359,10 @@ static void test_user_event_lifetime(void **state) {
     assert_int_equal(grt_user_event_signal(first, 1), GRT_OK);
     assert_int_equal(grt_stream_synchronize(s), GRT_OK);
     assert_int_equal(grt_user_event_destroy(second), GRT_OK);
-    assert_int_equal(grt_stream_wait_user_event(s, second, 1), GRT_ERR_DESTROYED);
-    assert_int_equal(grt_stream_signal_user_event(s, second, 1), GRT_ERR_DESTROYED);
-    assert_int_equal(grt_user_event_value(second, &v), GRT_ERR_DESTROYED);
-    assert_int_equal(grt_user_event_wait(second, 1), GRT_ERR_DESTROYED);
+    assert_int_equal(grt_stream_wait_user_event(s, second, 1), GRT_ERR_INVALID_HANDLE);
+    assert_int_equal(grt_stream_signal_user_event(s, second, 1), GRT_ERR_INVALID_HANDLE);
+    assert_int_equal(grt_user_event_value(second, &v), GRT_ERR_INVALID_HANDLE);
+    assert_int_equal(grt_user_event_wait(second, 1), GRT_ERR_INVALID_HANDLE);
     assert_int_equal(grt_stream_query(s), GRT_OK); /* the refused ops queued nothing */
     assert_int_equal(grt_user_event_destroy(first), GRT_OK);
     assert_int_equal(grt_user_event_destroy(NULL), GRT_OK);

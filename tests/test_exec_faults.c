@@ -92,7 +92,7 @@ static void workload(sweep *sw) {
   assert_int_equal(counter, 4);
   assert_int_equal(ops.event_query(ops.ctx, hook_id), 1);
   ops.event_destroy(ops.ctx, hook_id);
-  assert_int_equal(grt_event_query(hook_ev), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_event_query(hook_ev), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_device_free(dev, p), GRT_OK);
   assert_int_equal(grt_event_destroy(e1), GRT_OK);
   assert_int_equal(grt_event_destroy(e2), GRT_OK);

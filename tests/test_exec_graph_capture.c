@@ -44,9 +44,9 @@ static grt_capture_status status_of(grt_stream *s) {
 static void expect_invalidated(fixture *f) {
   assert_int_equal(status_of(f->s), GRT_CAPTURE_STATUS_INVALIDATED);
   grt_kernel_desc d = {log_body, &f->a[7], 0, GRT_ENGINE_COMPUTE, NULL};
-  assert_int_equal(grt_launch_kernel(f->s, &d), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_launch_kernel(f->s, &d), GRT_ERR_CAPTURE_INVALIDATED);
   grt_graph *g = (grt_graph *)&g;
-  assert_int_equal(grt_stream_end_capture(f->s, &g), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_end_capture(f->s, &g), GRT_ERR_CAPTURE_INVALIDATED);
   assert_null(g);
   assert_int_equal(status_of(f->s), GRT_CAPTURE_STATUS_NONE);
   assert_int_equal(status_of(f->s2), GRT_CAPTURE_STATUS_NONE);
@@ -86,7 +86,7 @@ static void test_capture_records_not_runs(void **state) {
   assert_int_equal(grt_graph_destroy(g), GRT_OK);
   grt_stream *leg;
   assert_int_equal(grt_exec_legacy_stream(f.exec, &leg), GRT_OK);
-  assert_int_equal(grt_stream_begin_capture(leg, GRT_CAPTURE_GLOBAL), GRT_ERR_NOT_PERMITTED);
+  assert_int_equal(grt_stream_begin_capture(leg, GRT_CAPTURE_GLOBAL), GRT_ERR_CAPTURE_UNSUPPORTED);
   assert_int_equal(grt_stream_begin_capture(f.s, (grt_capture_mode)7), GRT_ERR_INVALID_ARG);
   teardown(&f);
 }
@@ -140,8 +140,8 @@ static void test_unjoined_fork(void **state) {
   assert_int_equal(grt_stream_wait_event(f.s2, f.e), GRT_OK);
   launch_logged(f.s2, &f.a[1], 0); /* never joined back */
   grt_graph *g = (grt_graph *)&g;
-  assert_int_equal(grt_stream_end_capture(f.s2, &g), GRT_ERR_STATE); /* not the origin */
-  assert_int_equal(grt_stream_end_capture(f.s, &g), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_end_capture(f.s2, &g), GRT_ERR_CAPTURE_UNMATCHED); /* not the origin */
+  assert_int_equal(grt_stream_end_capture(f.s, &g), GRT_ERR_CAPTURE_UNJOINED);
   assert_null(g);
   assert_int_equal(status_of(f.s2), GRT_CAPTURE_STATUS_NONE);
   launch_logged(f.s2, &f.a[2], 0);
@@ -196,6 +196,19 @@ static grt_status illegal_call(fixture *f, rule r, grt_devptr spare) {
   }
 }
 
+/* CUDA's error for each rule: legacy use is an implicit dependency,
+ * malloc/free a "potentially unsafe" call, a captured event is refused as
+ * such, and waits across the boundary are isolation errors. */
+static const grt_status want_of[R_COUNT] = {
+    [R_STREAM_SYNC] = GRT_ERR_CAPTURE_UNSUPPORTED,  [R_STREAM_QUERY] = GRT_ERR_CAPTURE_UNSUPPORTED,
+    [R_EVENT_QUERY] = GRT_ERR_CAPTURED_EVENT,       [R_EVENT_SYNC] = GRT_ERR_CAPTURED_EVENT,
+    [R_EVENT_ELAPSED] = GRT_ERR_CAPTURED_EVENT,     [R_DEVICE_SYNC] = GRT_ERR_CAPTURE_UNSUPPORTED,
+    [R_LEGACY_KERNEL] = GRT_ERR_CAPTURE_IMPLICIT,   [R_LEGACY_SYNC] = GRT_ERR_CAPTURE_IMPLICIT,
+    [R_DEVICE_MALLOC] = GRT_ERR_CAPTURE_UNSUPPORTED, [R_DEVICE_FREE] = GRT_ERR_CAPTURE_UNSUPPORTED,
+    [R_ISOLATION] = GRT_ERR_CAPTURE_ISOLATION,      [R_USER_EVENT] = GRT_ERR_CAPTURE_UNSUPPORTED,
+    [R_FORKED_SYNC] = GRT_ERR_CAPTURE_UNSUPPORTED,
+};
+
 static void test_illegal_calls(void **state) {
   for (int r = 0; r < R_COUNT; r++) {
     fixture f;
@@ -207,9 +220,7 @@ static void test_illegal_calls(void **state) {
     assert_int_equal(grt_event_record(f.e, f.s), GRT_OK); /* a captured event */
     print_message("rule %d\n", r);
     /* Legacy use is an implicit dependency, malloc/free a "potentially unsafe" call. */
-    grt_status want = r == R_LEGACY_KERNEL || r == R_LEGACY_SYNC  ? GRT_ERR_CAPTURE_IMPLICIT
-                      : r == R_DEVICE_MALLOC || r == R_DEVICE_FREE ? GRT_ERR_CAPTURE_UNSUPPORTED
-                                                                   : GRT_ERR_CAPTURE;
+    grt_status want = want_of[r];
     assert_int_equal(illegal_call(&f, (rule)r, spare), want);
     expect_invalidated(&f);
     assert_int_equal(atomic_load(&f.log.n), 1); /* only the eager kernel after the capture ran */
@@ -308,7 +319,7 @@ static void test_end_from_other_thread(void **state) {
       assert_int_equal(st, GRT_OK);
       assert_non_null(g);
     } else { /* refused; the capture goes on and its owner ends it */
-      assert_int_equal(st, GRT_ERR_NOT_PERMITTED);
+      assert_int_equal(st, GRT_ERR_CAPTURE_WRONG_THREAD);
       assert_null(g);
       assert_int_equal(status_of(f.s), GRT_CAPTURE_STATUS_ACTIVE);
       assert_int_equal(grt_stream_end_capture(f.s, &g), GRT_OK);
@@ -330,10 +341,36 @@ static void test_cross_capture_and_destroy(void **state) {
   assert_int_equal(grt_stream_destroy(f.s2), GRT_ERR_BUSY);
   launch_logged(f.s, &f.a[0], 0);
   assert_int_equal(grt_event_record(f.e, f.s), GRT_OK);
-  assert_int_equal(grt_stream_wait_event(f.s2, f.e), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_wait_event(f.s2, f.e), GRT_ERR_CAPTURE_MERGE);
   grt_graph *g;
-  assert_int_equal(grt_stream_end_capture(f.s2, &g), GRT_ERR_CAPTURE);
-  assert_int_equal(grt_stream_end_capture(f.s, &g), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_end_capture(f.s2, &g), GRT_ERR_CAPTURE_INVALIDATED);
+  assert_int_equal(grt_stream_end_capture(f.s, &g), GRT_ERR_CAPTURE_INVALIDATED);
+  teardown(&f);
+}
+
+/* The legacy stream cannot join a capture: waiting on a captured event is
+ * an implicit dependency (cudaErrorStreamCaptureImplicit) even while only
+ * non-blocking streams capture, and it invalidates the capture. A stream
+ * that joined a capture cannot end it (cudaErrorStreamCaptureUnmatched). */
+static void test_legacy_fork_and_unmatched_end(void **state) {
+  fixture f;
+  setup(&f, clock_of(state), GRT_STREAM_NON_BLOCKING);
+  grt_stream *leg;
+  assert_int_equal(grt_exec_legacy_stream(f.exec, &leg), GRT_OK);
+  assert_int_equal(grt_stream_begin_capture(f.s, GRT_CAPTURE_GLOBAL), GRT_OK);
+  launch_logged(f.s, &f.a[0], 0);
+  assert_int_equal(grt_event_record(f.e, f.s), GRT_OK);
+  assert_int_equal(grt_stream_wait_event(f.s2, f.e), GRT_OK);
+  grt_graph *g = (grt_graph *)&g;
+  assert_int_equal(grt_stream_end_capture(f.s2, &g), GRT_ERR_CAPTURE_UNMATCHED);
+  assert_int_equal(status_of(f.s), GRT_CAPTURE_STATUS_ACTIVE); /* nothing changed */
+  assert_int_equal(grt_stream_wait_event(leg, f.e), GRT_ERR_CAPTURE_IMPLICIT);
+  assert_int_equal(status_of(f.s), GRT_CAPTURE_STATUS_INVALIDATED);
+  assert_int_equal(status_of(leg), GRT_CAPTURE_STATUS_NONE);
+  assert_int_equal(grt_stream_end_capture(f.s, &g), GRT_ERR_CAPTURE_INVALIDATED);
+  assert_null(g);
+  assert_int_equal(grt_stream_end_capture(f.s, &g), GRT_ERR_STATE); /* over: illegal state */
+  assert_int_equal(atomic_load(&f.log.n), 0); /* nothing captured ran */
   teardown(&f);
 }
 
@@ -347,6 +384,7 @@ int main(void) {
       BOTH_CLOCKS(test_modes_device_malloc),
       BOTH_CLOCKS(test_end_from_other_thread),
       BOTH_CLOCKS(test_cross_capture_and_destroy),
+      BOTH_CLOCKS(test_legacy_fork_and_unmatched_end),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,23 +35,23 @@ static void test_capture_args_and_invalidation(void **state) {
   assert_int_equal(grt_event_create(exec, GRT_EVENT_DISABLE_TIMING, &e0), GRT_OK);
   assert_int_equal(grt_event_record(e0, s), GRT_OK);
   /* an illegal call invalidates the capture */
-  assert_int_equal(grt_stream_query(s), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_query(s), GRT_ERR_CAPTURE_UNSUPPORTED);
   assert_int_equal(grt_stream_capture_status(s, &cs), GRT_OK);
   assert_int_equal(cs, GRT_CAPTURE_STATUS_INVALIDATED);
   grt_event *e1;
   assert_int_equal(grt_event_create(exec, GRT_EVENT_DISABLE_TIMING, &e1), GRT_OK);
-  assert_int_equal(grt_event_record(e1, s), GRT_ERR_CAPTURE);
-  assert_int_equal(grt_stream_malloc_async_graph(s, 512, &p), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_event_record(e1, s), GRT_ERR_CAPTURE_INVALIDATED);
+  assert_int_equal(grt_stream_malloc_async_graph(s, 512, &p), GRT_ERR_CAPTURE_INVALIDATED);
   grt_device *dev;
   assert_int_equal(grt_exec_get_device(exec, &dev), GRT_OK);
   grt_device_stats ds;
   assert_int_equal(grt_device_get_stats(dev, &ds), GRT_OK);
   assert_int_equal(ds.bytes_in_use, 0); /* the refused node's block went back */
-  assert_int_equal(grt_stream_wait_event(t, e0), GRT_ERR_CAPTURE); /* no joining an invalid capture */
+  assert_int_equal(grt_stream_wait_event(t, e0), GRT_ERR_CAPTURE_INVALIDATED); /* no joining an invalid capture */
   assert_int_equal(grt_stream_capture_status(t, &cs), GRT_OK);
   assert_int_equal(cs, GRT_CAPTURE_STATUS_NONE);
   grt_graph *g = (grt_graph *)(void *)e0;
-  assert_int_equal(grt_stream_end_capture(s, &g), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_end_capture(s, &g), GRT_ERR_CAPTURE_INVALIDATED);
   assert_null(g);
   assert_int_equal(grt_stream_capture_status(s, &cs), GRT_OK);
   assert_int_equal(cs, GRT_CAPTURE_STATUS_NONE);
@@ -105,9 +105,9 @@ static void test_update_refusals(void **state) {
   grt_graph_exec *ge;
   assert_int_equal(grt_graph_instantiate(chain, &ge), GRT_OK);
   grt_graph_update_result r = GRT_GRAPH_UPDATE_OK;
-  assert_int_equal(grt_graph_exec_update(ge, parallel, &r), GRT_ERR_NOT_PERMITTED); /* same nodes, other edges */
+  assert_int_equal(grt_graph_exec_update(ge, parallel, &r), GRT_ERR_GRAPH_EXEC_UPDATE); /* same nodes, other edges */
   assert_int_equal(r, GRT_GRAPH_UPDATE_TOPOLOGY_CHANGED);
-  assert_int_equal(grt_graph_exec_update(ge, parallel, NULL), GRT_ERR_NOT_PERMITTED);
+  assert_int_equal(grt_graph_exec_update(ge, parallel, NULL), GRT_ERR_GRAPH_EXEC_UPDATE);
   /* a graph with an allocation node in the same shape: memory nodes are never updated */
   assert_int_equal(grt_stream_begin_capture(s, GRT_CAPTURE_GLOBAL), GRT_OK);
   grt_devptr p;
@@ -116,7 +116,7 @@ static void test_update_refusals(void **state) {
   assert_int_equal(grt_launch_kernel(s, &k), GRT_OK);
   grt_graph *mem;
   assert_int_equal(grt_stream_end_capture(s, &mem), GRT_OK);
-  assert_int_equal(grt_graph_exec_update(ge, mem, &r), GRT_ERR_NOT_PERMITTED);
+  assert_int_equal(grt_graph_exec_update(ge, mem, &r), GRT_ERR_GRAPH_EXEC_UPDATE);
   assert_int_equal(r, GRT_GRAPH_UPDATE_NOT_SUPPORTED);
   /* a graph of another exec */
   grt_exec *other = make_exec(clock_of(state), 0);

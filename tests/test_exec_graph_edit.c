@@ -105,7 +105,7 @@ static void test_build_and_launch(void **state) {
   assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
   assert_int_equal(grt_graph_destroy(g), GRT_OK);
   grt_graph_node_type t;
-  assert_int_equal(grt_graph_node_get_type(k1, &t), GRT_ERR_DESTROYED); /* the handle outlives the graph */
+  assert_int_equal(grt_graph_node_get_type(k1, &t), GRT_ERR_INVALID_HANDLE); /* the handle outlives the graph */
   assert_int_equal(grt_exec_device_free(exec, buf), GRT_OK);
   assert_int_equal(grt_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
@@ -195,10 +195,10 @@ static void test_destroy_node(void **state) {
   assert_int_equal(grt_graph_add_host_node(g, two, 2, host_log, &a[3], &hn), GRT_OK);
   assert_int_equal(count_edges(g), 4);
   assert_int_equal(grt_graph_destroy_node(k1), GRT_OK);
-  assert_int_equal(grt_graph_destroy_node(k1), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_graph_destroy_node(k1), GRT_ERR_INVALID_HANDLE);
   grt_graph_node_type t;
-  assert_int_equal(grt_graph_node_get_type(k1, &t), GRT_ERR_DESTROYED);
-  assert_int_equal(grt_graph_add_dependencies(g, &k1, &k2, 1), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_graph_node_get_type(k1, &t), GRT_ERR_INVALID_HANDLE);
+  assert_int_equal(grt_graph_add_dependencies(g, &k1, &k2, 1), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(count_nodes(g), 3);
   assert_int_equal(count_edges(g), 2); /* k0 -> hn, k2 -> hn */
   assert_int_equal(grt_graph_node_get_type(hn, &t), GRT_OK);
@@ -218,7 +218,7 @@ static void test_destroy_node(void **state) {
   assert_int_equal(grt_graph_destroy_node(NULL), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
   assert_int_equal(grt_graph_destroy(g), GRT_OK);
-  assert_int_equal(grt_graph_destroy_node(k0), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_graph_destroy_node(k0), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_stream_destroy(s), GRT_OK);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
@@ -314,7 +314,7 @@ static void test_child_graph(void **state) {
   assert_ptr_equal(bad, (grt_graph_node *)&bad); /* not written */
   assert_int_equal(grt_graph_add_child_graph_node(g, NULL, 0, NULL, &bad), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_graph_destroy(mem), GRT_OK);
-  assert_int_equal(grt_graph_add_child_graph_node(g, NULL, 0, mem, &bad), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_graph_add_child_graph_node(g, NULL, 0, mem, &bad), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
   assert_int_equal(grt_graph_destroy(g), GRT_OK);
   assert_int_equal(grt_graph_destroy(child), GRT_OK);
@@ -385,10 +385,10 @@ static void test_event_nodes(void **state) {
   }
   /* A destroyed event refuses the launch; nothing changes. */
   assert_int_equal(grt_event_destroy(gate_ev), GRT_OK);
-  assert_int_equal(grt_graph_launch(he, s), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_graph_launch(he, s), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_graph_exec_destroy(he), GRT_OK); /* nothing pending */
   grt_graph_node *x;
-  assert_int_equal(grt_graph_add_event_record_node(h, NULL, 0, gate_ev, &x), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_graph_add_event_record_node(h, NULL, 0, gate_ev, &x), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_graph_add_event_wait_node(h, NULL, 0, NULL, &x), GRT_ERR_INVALID_ARG);
   grt_exec *other = make_exec(clock_of(state), 0);
   grt_event *oev;
@@ -493,8 +493,8 @@ static void test_bad_input(void **state) {
   assert_int_equal(grt_graph_node_get_type((grt_graph_node *)host, &t), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_graph_remove_dependencies(g, &k, &k, 1), GRT_ERR_NOT_FOUND);
   assert_int_equal(grt_graph_destroy(g), GRT_OK);
-  assert_int_equal(grt_graph_add_empty_node(g, NULL, 0, &x), GRT_ERR_DESTROYED);
-  assert_int_equal(grt_graph_add_dependencies(g, &k, &k, 1), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_graph_add_empty_node(g, NULL, 0, &x), GRT_ERR_INVALID_HANDLE);
+  assert_int_equal(grt_graph_add_dependencies(g, &k, &k, 1), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_exec_destroy(exec), GRT_OK);
 }
 

@@ -52,7 +52,7 @@ static void test_launch_order(void **state) {
     if (log.items[i] != 200) assert_int_equal(log.items[i], k++);
   assert_int_equal(k, 3);
   assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
-  assert_int_equal(grt_graph_launch(ge, s1), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_graph_launch(ge, s1), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_user_event_destroy(gate), GRT_OK);
   assert_int_equal(grt_stream_destroy(s1), GRT_OK);
   assert_int_equal(grt_stream_destroy(s2), GRT_OK);
@@ -85,9 +85,9 @@ static void test_update(void **state) {
   assert_int_equal(grt_graph_exec_update(ge, g2, &r), GRT_OK);
   assert_int_equal(r, GRT_GRAPH_UPDATE_OK);
   assert_int_equal(grt_graph_launch(ge, s), GRT_OK);
-  assert_int_equal(grt_graph_exec_update(ge, g3, &r), GRT_ERR_NOT_PERMITTED);
+  assert_int_equal(grt_graph_exec_update(ge, g3, &r), GRT_ERR_GRAPH_EXEC_UPDATE);
   assert_int_equal(r, GRT_GRAPH_UPDATE_TOPOLOGY_CHANGED);
-  assert_int_equal(grt_graph_exec_update(ge, g4, &r), GRT_ERR_NOT_PERMITTED);
+  assert_int_equal(grt_graph_exec_update(ge, g4, &r), GRT_ERR_GRAPH_EXEC_UPDATE);
   assert_int_equal(r, GRT_GRAPH_UPDATE_NODE_KIND_CHANGED);
   assert_int_equal(grt_user_event_signal(gate, 1), GRT_OK);
   assert_int_equal(grt_stream_synchronize(s), GRT_OK);
@@ -95,7 +95,7 @@ static void test_update(void **state) {
   assert_int_equal(atomic_load(&log.n), 4);
   for (int i = 0; i < 4; i++) assert_int_equal(log.items[i], want[i]);
   assert_int_equal(grt_graph_destroy(g2), GRT_OK);
-  assert_int_equal(grt_graph_exec_update(ge, g2, &r), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_graph_exec_update(ge, g2, &r), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
   assert_int_equal(grt_graph_destroy(g1), GRT_OK);
   assert_int_equal(grt_graph_destroy(g3), GRT_OK);
@@ -173,9 +173,9 @@ static void test_memory_nodes(void **state) {
   /* An invalidated capture gives its blocks back too. */
   assert_int_equal(grt_stream_begin_capture(s, GRT_CAPTURE_GLOBAL), GRT_OK);
   assert_int_equal(grt_stream_malloc_async_graph(s, 4096, &p), GRT_OK);
-  assert_int_equal(grt_stream_query(s), GRT_ERR_CAPTURE);
-  assert_int_equal(grt_stream_malloc_async_graph(s, 4096, &q), GRT_ERR_CAPTURE);
-  assert_int_equal(grt_stream_end_capture(s, &g), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_query(s), GRT_ERR_CAPTURE_UNSUPPORTED);
+  assert_int_equal(grt_stream_malloc_async_graph(s, 4096, &q), GRT_ERR_CAPTURE_INVALIDATED);
+  assert_int_equal(grt_stream_end_capture(s, &g), GRT_ERR_CAPTURE_INVALIDATED);
   grt_device_stats ds;
   assert_int_equal(grt_device_get_stats(dev, &ds), GRT_OK);
   assert_int_equal(ds.segments, 0);
@@ -205,22 +205,22 @@ static void test_bad_input(void **state) {
   assert_int_equal(grt_exec_destroy(exec) == GRT_ERR_BUSY, 1); /* live graph, executable graph, stream */
   /* launching into a capturing stream is refused and invalidates the capture */
   assert_int_equal(grt_stream_begin_capture(s, GRT_CAPTURE_GLOBAL), GRT_OK);
-  assert_int_equal(grt_graph_launch(ge, s), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_graph_launch(ge, s), GRT_ERR_CAPTURE_UNSUPPORTED);
   grt_graph *g2 = (grt_graph *)&g2;
-  assert_int_equal(grt_stream_end_capture(s, &g2), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_end_capture(s, &g2), GRT_ERR_CAPTURE_INVALIDATED);
   assert_null(g2);
   assert_int_equal(grt_graph_launch(ge, s), GRT_OK); /* nothing leaked into later work */
   assert_int_equal(grt_stream_synchronize(s), GRT_OK);
   assert_int_equal(atomic_load(&log.n), 2);
   assert_int_equal(grt_graph_destroy(g), GRT_OK);
-  assert_int_equal(grt_graph_destroy(g), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_graph_destroy(g), GRT_ERR_INVALID_HANDLE);
   grt_graph_exec *ge2 = (grt_graph_exec *)&ge2;
-  assert_int_equal(grt_graph_instantiate(g, &ge2), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_graph_instantiate(g, &ge2), GRT_ERR_INVALID_HANDLE);
   assert_null(ge2);
   size_t n;
-  assert_int_equal(grt_graph_node_count(g, &n), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_graph_node_count(g, &n), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
-  assert_int_equal(grt_graph_exec_destroy(ge), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_graph_exec_destroy(ge), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_graph_exec_destroy(NULL), GRT_OK);
   assert_int_equal(grt_graph_destroy(NULL), GRT_OK);
   assert_int_equal(grt_stream_destroy(s), GRT_OK);

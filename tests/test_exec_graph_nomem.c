@@ -100,6 +100,44 @@ static grt_graph_exec *instantiate_nomem(grt_graph *g) {
   }
 }
 
+/* End-capture of a forked capture needs memory to check the join: without
+ * it the capture goes on (still active, every stream still in it) and the
+ * call succeeds when repeated. */
+static void test_end_capture_nomem(void **state) {
+  (void)state;
+  world w = world_new();
+  grt_kernel_desc k = {NULL, NULL, 100, GRT_ENGINE_COMPUTE, "k"};
+  grt_event *fork, *join;
+  assert_int_equal(grt_event_create(w.exec, 0, &fork), GRT_OK);
+  assert_int_equal(grt_event_create(w.exec, 0, &join), GRT_OK);
+  assert_int_equal(grt_stream_begin_capture(w.s, GRT_CAPTURE_GLOBAL), GRT_OK);
+  assert_int_equal(grt_event_record(fork, w.s), GRT_OK);
+  assert_int_equal(grt_stream_wait_event(w.t, fork), GRT_OK);
+  assert_int_equal(grt_launch_kernel(w.t, &k), GRT_OK);
+  assert_int_equal(grt_event_record(join, w.t), GRT_OK);
+  assert_int_equal(grt_stream_wait_event(w.s, join), GRT_OK);
+  grt_graph *g = NULL;
+  for (long n = 1;; n++) {
+    nomem_arm(n);
+    grt_status st = grt_stream_end_capture(w.s, &g);
+    if (!nomem_disarm()) {
+      assert_int_equal(st, GRT_OK);
+      assert_true(n > 1);
+      break;
+    }
+    assert_int_equal(st, GRT_ERR_NOMEM);
+    assert_null(g);
+    grt_capture_status cs;
+    assert_int_equal(grt_stream_capture_status(w.t, &cs), GRT_OK);
+    assert_int_equal(cs, GRT_CAPTURE_STATUS_ACTIVE);
+  }
+  assert_int_equal(nodes_of(g), 1);
+  assert_int_equal(grt_graph_destroy(g), GRT_OK);
+  assert_int_equal(grt_event_destroy(fork), GRT_OK);
+  assert_int_equal(grt_event_destroy(join), GRT_OK);
+  world_end(&w);
+}
+
 static void test_memory_nodes_nomem(void **state) {
   (void)state;
   world w = world_new();
@@ -335,6 +373,7 @@ static void test_edit_nomem(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_end_capture_nomem),
       cmocka_unit_test(test_memory_nodes_nomem),
       cmocka_unit_test(test_edit_nomem),
   };

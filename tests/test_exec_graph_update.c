@@ -69,7 +69,7 @@ static void world_end(world *w) {
 /* Refused with (result, node, from); ge still runs a -> b. */
 static void refused(world *w, grt_graph *g, grt_graph_update_result r, grt_graph_node *node, grt_graph_node *from) {
   grt_graph_update_info info;
-  assert_int_equal(grt_graph_exec_update_ex(w->ge, g, &info), GRT_ERR_NOT_PERMITTED);
+  assert_int_equal(grt_graph_exec_update_ex(w->ge, g, &info), GRT_ERR_GRAPH_EXEC_UPDATE);
   assert_int_equal(info.result, r);
   assert_ptr_equal(info.error_node, node);
   assert_ptr_equal(info.error_from_node, from);
@@ -123,7 +123,7 @@ static void test_update_results(void **state) {
   grt_graph *g3 = three(w.exec, false, n3);
   refused(&w, g3, GRT_GRAPH_UPDATE_TOPOLOGY_CHANGED, NULL, NULL);
   grt_graph_update_result r = GRT_GRAPH_UPDATE_OK;
-  assert_int_equal(grt_graph_exec_update(w.ge, g3, &r), GRT_ERR_NOT_PERMITTED); /* the result-only call */
+  assert_int_equal(grt_graph_exec_update(w.ge, g3, &r), GRT_ERR_GRAPH_EXEC_UPDATE); /* the result-only call */
   assert_int_equal(r, GRT_GRAPH_UPDATE_TOPOLOGY_CHANGED);
   /* Another node type: the node of g. */
   grt_graph *gt = new_graph(w.exec);
@@ -132,7 +132,7 @@ static void test_update_results(void **state) {
   assert_int_equal(grt_exec_device_malloc(w.exec, 64, &buf), GRT_OK);
   assert_int_equal(grt_graph_add_memset_node(gt, &ta, 1, buf, 0, 64, &tb), GRT_OK);
   refused(&w, gt, GRT_GRAPH_UPDATE_NODE_TYPE_CHANGED, tb, NULL);
-  assert_int_equal(grt_graph_exec_update(w.ge, gt, &r), GRT_ERR_NOT_PERMITTED);
+  assert_int_equal(grt_graph_exec_update(w.ge, gt, &r), GRT_ERR_GRAPH_EXEC_UPDATE);
   assert_int_equal(r, GRT_GRAPH_UPDATE_NODE_KIND_CHANGED); /* the same result under its other name */
   /* A kernel on another engine: UNSUPPORTED_FUNCTION_CHANGE. */
   grt_graph *ge_ = new_graph(w.exec);
@@ -150,7 +150,7 @@ static void test_update_results(void **state) {
   grt_graph_exec *xe;
   assert_int_equal(grt_graph_instantiate(gx, &xe), GRT_OK);
   grt_graph_update_info info;
-  assert_int_equal(grt_graph_exec_update_ex(xe, gy, &info), GRT_ERR_NOT_PERMITTED);
+  assert_int_equal(grt_graph_exec_update_ex(xe, gy, &info), GRT_ERR_GRAPH_EXEC_UPDATE);
   assert_int_equal(info.result, GRT_GRAPH_UPDATE_TOPOLOGY_CHANGED);
   assert_ptr_equal(info.error_node, y3[2]);
   assert_ptr_equal(info.error_from_node, y3[1]);
@@ -161,9 +161,9 @@ static void test_update_results(void **state) {
   assert_null(info.error_node);
   assert_int_equal(grt_graph_exec_update_ex(NULL, g3, &info), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_graph_destroy(g3), GRT_OK);
-  assert_int_equal(grt_graph_exec_update_ex(w.ge, g3, &info), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_graph_exec_update_ex(w.ge, g3, &info), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(info.result, GRT_GRAPH_UPDATE_ERROR);
-  assert_int_equal(grt_graph_exec_update_ex(w.ge, gt, NULL), GRT_ERR_NOT_PERMITTED);
+  assert_int_equal(grt_graph_exec_update_ex(w.ge, gt, NULL), GRT_ERR_GRAPH_EXEC_UPDATE);
   assert_int_equal(grt_graph_destroy(gt), GRT_OK);
   assert_int_equal(grt_graph_destroy(ge_), GRT_OK);
   assert_int_equal(grt_graph_destroy(gr), GRT_OK);
@@ -188,7 +188,7 @@ static void test_update_results_other_nodes(void **state) {
   grt_graph_exec *ce;
   assert_int_equal(grt_graph_instantiate(gc, &ce), GRT_OK);
   grt_graph_update_info info;
-  assert_int_equal(grt_graph_exec_update_ex(ce, gd, &info), GRT_ERR_NOT_PERMITTED);
+  assert_int_equal(grt_graph_exec_update_ex(ce, gd, &info), GRT_ERR_GRAPH_EXEC_UPDATE);
   assert_int_equal(info.result, GRT_GRAPH_UPDATE_PARAMETERS_CHANGED);
   assert_ptr_equal(info.error_node, nd);
   /* Memory nodes: NOT_SUPPORTED, naming g's. */
@@ -196,7 +196,7 @@ static void test_update_results_other_nodes(void **state) {
   grt_devptr p;
   grt_graph_node *am;
   assert_int_equal(grt_graph_add_mem_alloc_node(gm, NULL, 0, 64, &p, &am), GRT_OK);
-  assert_int_equal(grt_graph_exec_update_ex(ce, gm, &info), GRT_ERR_NOT_PERMITTED);
+  assert_int_equal(grt_graph_exec_update_ex(ce, gm, &info), GRT_ERR_GRAPH_EXEC_UPDATE);
   assert_int_equal(info.result, GRT_GRAPH_UPDATE_NOT_SUPPORTED);
   assert_ptr_equal(info.error_node, am);
   /* A child graph of another shape: named on the child graph node. */
@@ -210,7 +210,7 @@ static void test_update_results_other_nodes(void **state) {
   assert_int_equal(grt_graph_add_child_graph_node(p2, &k2, 1, c2, &ch2), GRT_OK);
   grt_graph_exec *pe;
   assert_int_equal(grt_graph_instantiate(p1, &pe), GRT_OK);
-  assert_int_equal(grt_graph_exec_update_ex(pe, p2, &info), GRT_ERR_NOT_PERMITTED);
+  assert_int_equal(grt_graph_exec_update_ex(pe, p2, &info), GRT_ERR_GRAPH_EXEC_UPDATE);
   assert_int_equal(info.result, GRT_GRAPH_UPDATE_NODE_TYPE_CHANGED); /* c2's second kernel where c1's exit was */
   assert_ptr_equal(info.error_node, ch2);
   assert_int_equal(grt_graph_exec_update_ex(pe, p1, &info), GRT_OK); /* the same graph again */
@@ -227,7 +227,7 @@ static void test_update_results_other_nodes(void **state) {
   kernel(cap2, &q0, 1, NULL);
   grt_graph_exec *cape;
   assert_int_equal(grt_graph_instantiate(cap2, &cape), GRT_OK);
-  assert_int_equal(grt_graph_exec_update_ex(cape, cap, &info), GRT_ERR_NOT_PERMITTED);
+  assert_int_equal(grt_graph_exec_update_ex(cape, cap, &info), GRT_ERR_GRAPH_EXEC_UPDATE);
   assert_int_equal(info.result, GRT_GRAPH_UPDATE_NODE_TYPE_CHANGED);
   grt_graph_node *cn[2];
   size_t n = 2;

@@ -183,8 +183,8 @@ static void test_errors(void **state) {
   grt_stream *gone = make_stream(exec, GRT_STREAM_NON_BLOCKING, "gone");
   assert_int_equal(grt_stream_destroy(gone), GRT_OK);
   grt_kernel_desc k = {NULL, NULL, 10, GRT_ENGINE_COMPUTE, NULL};
-  assert_int_equal(grt_launch_kernel_ex(gone, &k, &id), GRT_ERR_DESTROYED);
-  assert_int_equal(grt_launch_host_func_ex(gone, nop, NULL, &id), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_launch_kernel_ex(gone, &k, &id), GRT_ERR_INVALID_HANDLE);
+  assert_int_equal(grt_launch_host_func_ex(gone, nop, NULL, &id), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(id, 77);
   assert_int_equal(grt_launch_kernel_ex(s, &k, NULL), GRT_OK); /* no id asked: takes none */
   grt_op_id second = kernel(s, 10);

@@ -260,9 +260,9 @@ static void test_query_errors(void **state) {
   assert_int_equal(grt_event_query(NULL), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_stream_query((grt_stream *)(void *)e), GRT_ERR_INVALID_ARG);
   assert_int_equal(grt_event_destroy(e), GRT_OK);
-  assert_int_equal(grt_event_query(e), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_event_query(e), GRT_ERR_INVALID_HANDLE);
   assert_int_equal(grt_stream_destroy(s), GRT_OK);
-  assert_int_equal(grt_stream_query(s), GRT_ERR_DESTROYED);
+  assert_int_equal(grt_stream_query(s), GRT_ERR_INVALID_HANDLE);
   uint64_t now;
   assert_int_equal(grt_exec_now_ns(exec, &now), GRT_OK);
   if (virt(state)) assert_int_equal(now, 0);

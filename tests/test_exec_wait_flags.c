@@ -134,11 +134,11 @@ static void test_default_is_isolation(void **state) {
   setup(&f, clock_of(state), GRT_STREAM_NON_BLOCKING);
   record_after_kernel(&f, 0, 1000);
   assert_int_equal(grt_stream_begin_capture(f.s, GRT_CAPTURE_GLOBAL), GRT_OK);
-  assert_int_equal(grt_stream_wait_event_with_flags(f.s, f.ev, GRT_EVENT_WAIT_DEFAULT), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_wait_event_with_flags(f.s, f.ev, GRT_EVENT_WAIT_DEFAULT), GRT_ERR_CAPTURE_ISOLATION);
   assert_int_equal(status_of(f.s), GRT_CAPTURE_STATUS_INVALIDATED);
-  assert_int_equal(grt_stream_wait_event_with_flags(f.s, f.ev, GRT_EVENT_WAIT_EXTERNAL), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_wait_event_with_flags(f.s, f.ev, GRT_EVENT_WAIT_EXTERNAL), GRT_ERR_CAPTURE_INVALIDATED);
   grt_graph *g;
-  assert_int_equal(grt_stream_end_capture(f.s, &g), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_end_capture(f.s, &g), GRT_ERR_CAPTURE_INVALIDATED);
   teardown(&f);
 }
 
@@ -169,16 +169,16 @@ static void test_external_refusals(void **state) {
   assert_int_equal(grt_stream_begin_capture(f.s, GRT_CAPTURE_GLOBAL), GRT_OK);
   launch_logged(f.s, &f.a[1], 100);
   assert_int_equal(grt_event_record(f.ev, f.s), GRT_OK); /* a captured event */
-  assert_int_equal(grt_stream_wait_event_with_flags(f.s, f.ev, GRT_EVENT_WAIT_EXTERNAL), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_wait_event_with_flags(f.s, f.ev, GRT_EVENT_WAIT_EXTERNAL), GRT_ERR_CAPTURED_EVENT);
   assert_int_equal(status_of(f.s), GRT_CAPTURE_STATUS_INVALIDATED);
   grt_graph *g;
-  assert_int_equal(grt_stream_end_capture(f.s, &g), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_end_capture(f.s, &g), GRT_ERR_CAPTURE_INVALIDATED);
   grt_stream *leg;
   assert_int_equal(grt_exec_legacy_stream(f.exec, &leg), GRT_OK);
   assert_int_equal(grt_stream_begin_capture(f.s, GRT_CAPTURE_GLOBAL), GRT_OK);
   assert_int_equal(grt_stream_wait_event_with_flags(leg, f.ev, GRT_EVENT_WAIT_EXTERNAL), GRT_ERR_CAPTURE_IMPLICIT);
   assert_int_equal(status_of(f.s), GRT_CAPTURE_STATUS_INVALIDATED);
-  assert_int_equal(grt_stream_end_capture(f.s, &g), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_end_capture(f.s, &g), GRT_ERR_CAPTURE_INVALIDATED);
   assert_int_equal(atomic_load(&f.log.n), 0);
   teardown(&f);
 }

@@ -342,8 +342,8 @@ static void test_bad_input(void **state) {
   assert_int_equal(grt_malloc_async(p, 4096, a, &x), GRT_OK);
   assert_int_equal(grt_malloc_async(q, 4096, a, &y), GRT_OK);
   assert_int_equal(grt_stream_destroy(gone), GRT_OK);
-  assert_int_equal(grt_malloc_async(p, 4096, gone, &z), GRT_ERR_DESTROYED);
-  assert_int_equal(grt_free_async(p, x, gone), GRT_ERR_DESTROYED); /* the block stays live */
+  assert_int_equal(grt_malloc_async(p, 4096, gone, &z), GRT_ERR_INVALID_HANDLE);
+  assert_int_equal(grt_free_async(p, x, gone), GRT_ERR_INVALID_HANDLE); /* the block stays live */
   assert_int_equal(grt_free_async(p, y, a), GRT_ERR_UNKNOWN_POINTER); /* another pool's */
   assert_int_equal(grt_free_async(p, x + 512, a), GRT_ERR_UNKNOWN_POINTER);
   assert_int_equal(grt_mempool_destroy(p), GRT_ERR_BUSY);

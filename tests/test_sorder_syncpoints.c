@@ -125,9 +125,9 @@ static void test_failed_sync_and_two_pools(void **state) {
   assert_int_equal(grt_malloc_async(p, MB12, a, &x), GRT_OK);
   assert_int_equal(grt_free_async(p, x, a), GRT_OK);
   assert_int_equal(grt_stream_begin_capture(b, GRT_CAPTURE_RELAXED), GRT_OK);
-  assert_int_equal(grt_exec_synchronize(exec), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_exec_synchronize(exec), GRT_ERR_CAPTURE_UNSUPPORTED);
   grt_graph *g = NULL;
-  assert_int_equal(grt_stream_end_capture(b, &g), GRT_ERR_CAPTURE);
+  assert_int_equal(grt_stream_end_capture(b, &g), GRT_ERR_CAPTURE_INVALIDATED);
   assert_int_equal(pool_counters(p).host_syncs, 0);
   assert_int_equal(pool_counters(p).pending_frees, 1);
   assert_int_equal(pool_attrs(p).reserved_mem_current, MB12);

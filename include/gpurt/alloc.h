@@ -240,8 +240,8 @@ GRT_API GRT_MUST_CHECK grt_status grt_alloc_pool_release(grt_allocator *a, grt_p
  * (0, 0) is grt_alloc_empty_cache. A freeable pool: its pending frees are
  * waited for (num_sync_all_streams + 1), its whole free segments go back to
  * the device and the pool is erased once it holds none; a pool in use is left
- * as it is (GRT_OK). GRT_ERR_NOT_FOUND for an unknown pool, GRT_ERR_CAPTURE
- * while any pool is begun (PyTorch syncs events only outside captures). */
+ * as it is (GRT_OK). GRT_ERR_NOT_FOUND for an unknown pool,
+ * GRT_ERR_CAPTURE_UNSUPPORTED while any pool is begun (PyTorch syncs events only outside captures). */
 GRT_API GRT_MUST_CHECK grt_status grt_alloc_pool_empty_cache(grt_allocator *a, grt_pool_id id);
 
 /* The pool's use_count, segments and begun stream. GRT_ERR_NOT_FOUND for an

@@ -39,7 +39,7 @@ extern "C" {
   X(GRT_ERR_WRONG_DEVICE, 11, "object belongs to another device")                 \
   X(GRT_ERR_NOT_PERMITTED, 12, "operation not permitted in this context")        \
   X(GRT_ERR_DEADLOCK, 13, "deadlock detected")                                    \
-  X(GRT_ERR_CAPTURE, 14, "illegal operation during stream capture")               \
+  X(GRT_ERR_CAPTURE_INVALIDATED, 14, "the stream capture was invalidated by an earlier illegal call") \
   X(GRT_ERR_UNSUPPORTED, 15, "not supported by this backend or build")            \
   X(GRT_ERR_PARSE, 16, "malformed input")                                         \
   X(GRT_ERR_IO, 17, "input/output error")                                         \
@@ -53,7 +53,15 @@ extern "C" {
   X(GRT_ERR_INTERNAL, 25, "internal error (a gpurt bug)")                        \
   X(GRT_ERR_CAPTURE_UNSUPPORTED, 26, "operation not permitted while a stream capture is in progress") \
   X(GRT_ERR_CAPTURE_IMPLICIT, 27, "legacy stream use would depend implicitly on a stream capture in progress") \
-  X(GRT_ERR_GRAPH_CYCLE, 28, "the edge would close a cycle: a graph's edges must form a DAG")
+  X(GRT_ERR_GRAPH_CYCLE, 28, "the edge would close a cycle: a graph's edges must form a DAG") \
+  X(GRT_ERR_CAPTURE_MERGE, 29, "the operation would merge two independent stream captures") \
+  X(GRT_ERR_CAPTURE_UNMATCHED, 30, "the capture was not begun on this stream") \
+  X(GRT_ERR_CAPTURE_UNJOINED, 31, "a stream forked from the capture did not join back to its origin") \
+  X(GRT_ERR_CAPTURE_ISOLATION, 32, "the dependency would cross the boundary of a stream capture") \
+  X(GRT_ERR_CAPTURED_EVENT, 33, "not permitted on an event last recorded in a capturing stream") \
+  X(GRT_ERR_CAPTURE_WRONG_THREAD, 34, "a capture not begun in relaxed mode must be ended by the thread that began it") \
+  X(GRT_ERR_INVALID_HANDLE, 35, "the handle names no live object: it was destroyed") \
+  X(GRT_ERR_GRAPH_EXEC_UPDATE, 36, "the graph differs from the executable graph in a way an update cannot apply")
 
 /* A grt_status must never be dropped: a failed call changes nothing, so an
  * unchecked failure silently loses the caller's intent. Clang marks the type
@@ -80,6 +88,19 @@ typedef enum GRT__STATUS_TYPE_ATTR grt_status {
 GRT_API const char *grt_status_str(grt_status st);
 /* The enum constant's name, e.g. "GRT_ERR_OOM"; never NULL. */
 GRT_API const char *grt_status_name(grt_status st);
+
+/* CUDA's counterpart of a status: its code, which cudaError_t and CUresult
+ * share for every error gpurt maps, and the runtime's name for it, e.g.
+ * GRT_ERR_CAPTURE_MERGE -> 902, "cudaErrorStreamCaptureMerge" (docs/EXEC.md,
+ * "Status codes", has the table). Either out-parameter may be NULL.
+ * GRT_ERR_NOT_FOUND, nothing written, for a status CUDA has no code for (a
+ * parse error, the sanitizer's race report, ...). */
+GRT_API GRT_MUST_CHECK grt_status grt_status_to_cuda(grt_status st, int *cuda_error, const char **cuda_name);
+/* The status a CUDA error code (cudaError_t or CUresult) stands for: GRT_OK
+ * for 0, the status of the table above for a mapped code (a few codes share
+ * one: CUDA's three ways of saying "no usable driver" all read
+ * GRT_ERR_NO_DEVICE), GRT_ERR_DRIVER for every other code. */
+GRT_API GRT_MUST_CHECK grt_status grt_status_from_cuda(int cuda_error);
 
 /* A device address. Modelled devices hand out numbers; the CUDA backend hands out CUdeviceptr. */
 typedef uint64_t grt_devptr;

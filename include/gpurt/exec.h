@@ -54,7 +54,7 @@
  * Thread safety: every function here may be called from any thread; one mutex
  * per exec (the exec lock) guards all scheduling state. Bodies run without it.
  * Destroyed streams/events stay allocated as zombies until the exec is destroyed
- * so that using them returns GRT_ERR_DESTROYED rather than touching freed memory.
+ * so that using them returns GRT_ERR_INVALID_HANDLE rather than touching freed memory.
  * Kernel functions and host functions must not call blocking functions
  * (synchronize, exec destroy): those return GRT_ERR_NOT_PERMITTED there. The one
  * blocking call allowed inside a host function is grt_user_event_wait, which the
@@ -205,8 +205,8 @@ GRT_API GRT_MUST_CHECK grt_status grt_stream_wait_event(grt_stream *s, grt_event
 #define GRT_EVENT_WAIT_EXTERNAL 1u /* cudaEventWaitExternal: in a capture, an event wait node */
 /* cudaStreamWaitEvent with its flags. DEFAULT is grt_stream_wait_event:
  * while s captures, ev must be an event recorded in the same capture (a fork
- * or join); one recorded outside it is an isolation error (GRT_ERR_CAPTURE,
- * the capture invalidated; a never-recorded event is a no-op). EXTERNAL is
+ * or join); one recorded outside it is an isolation error
+ * (GRT_ERR_CAPTURE_ISOLATION, the capture invalidated; a never-recorded event is a no-op). EXTERNAL is
  * legal only while s captures (GRT_ERR_INVALID_ARG otherwise, nothing
  * changed: CUDA's flag is invalid outside capture): the capture records an
  * event wait node (GRT_GRAPH_NODE_WAIT_EVENT) after s's last node instead
@@ -214,7 +214,7 @@ GRT_API GRT_MUST_CHECK grt_status grt_stream_wait_event(grt_stream *s, grt_event
  * all; every launch of the graph then waits for ev's record as of the launch
  * (grt_graph_add_event_wait_node). A captured event (last recorded in a
  * capture in progress) has no record a launch could wait for:
- * GRT_ERR_CAPTURE, the capture invalidated. Other flags: GRT_ERR_INVALID_ARG. */
+ * GRT_ERR_CAPTURED_EVENT, the capture invalidated. Other flags: GRT_ERR_INVALID_ARG. */
 GRT_API GRT_MUST_CHECK grt_status grt_stream_wait_event_with_flags(grt_stream *s, grt_event *ev, unsigned flags);
 
 /* ---- ops ---------------------------------------------------------------------- */
@@ -282,9 +282,11 @@ GRT_API GRT_MUST_CHECK grt_status grt_event_record(grt_event *ev, grt_stream *s)
  * GRT_ERR_NOT_READY; side-effect free like grt_stream_query. */
 GRT_API GRT_MUST_CHECK grt_status grt_event_query(grt_event *ev);
 GRT_API GRT_MUST_CHECK grt_status grt_event_synchronize(grt_event *ev);
-/* Time between two completed, timing-enabled records: GRT_ERR_STATE when either
- * was never recorded, GRT_ERR_NOT_PERMITTED when timing is disabled,
- * GRT_ERR_NOT_READY when either is pending, GRT_ERR_WRONG_DEVICE across execs. */
+/* Time between two completed, timing-enabled records. As cudaEventElapsedTime:
+ * GRT_ERR_INVALID_HANDLE when either was never recorded or has timing
+ * disabled, GRT_ERR_NOT_READY when either is pending, GRT_ERR_CAPTURED_EVENT
+ * (invalidating the capture) for a captured one; GRT_ERR_WRONG_DEVICE across
+ * execs, GRT_ERR_STATE when a sticky error cancelled a record. */
 GRT_API GRT_MUST_CHECK grt_status grt_event_elapsed_time(grt_event *start, grt_event *end, float *ms);
 GRT_API GRT_MUST_CHECK grt_status grt_event_elapsed_ns(grt_event *start, grt_event *end, int64_t *ns);
 
@@ -326,21 +328,30 @@ GRT_API GRT_MUST_CHECK grt_status grt_exec_timeline_count(grt_exec *exec, size_t
  * records into the same graph; the origin joins it back by waiting on an event
  * recorded on the forked stream. grt_stream_end_capture (on the origin) returns
  * the graph; every forked stream must have joined (its last node is an
- * ancestor of the origin's last node), else GRT_ERR_CAPTURE and no graph.
+ * ancestor of the origin's last node), else GRT_ERR_CAPTURE_UNJOINED and no
+ * graph. Every status here is CUDA's error 1:1 (grt_status_to_cuda; the table
+ * is in docs/EXEC.md, "Status codes").
  *
  * Illegal during capture (an error, and the capture is invalidated: ops
- * issued to its streams then return GRT_ERR_CAPTURE and end-capture returns
- * GRT_ERR_CAPTURE with no graph; the streams leave capture mode either way):
- *  - GRT_ERR_CAPTURE: query or synchronize of a capturing stream, or of a
- *    captured event (also elapsed time with one); grt_exec_synchronize while
- *    any capture is active (invalidates all); a wait of a capturing stream on
- *    an event recorded outside the capture (isolation) or in another capture;
- *    user-event ops and graph launches into a capturing stream;
+ * issued to its streams then return GRT_ERR_CAPTURE_INVALIDATED and
+ * end-capture returns it with no graph; the streams leave capture mode
+ * either way):
+ *  - GRT_ERR_CAPTURE_UNSUPPORTED: query or synchronize of a capturing stream;
+ *    grt_exec_synchronize while any capture is active (in every mode;
+ *    invalidates all); user-event ops, stream callbacks and graph launches
+ *    into a capturing stream;
+ *  - GRT_ERR_CAPTURED_EVENT: query, synchronize or elapsed time of a captured
+ *    event (last recorded in a capture in progress);
+ *  - GRT_ERR_CAPTURE_ISOLATION: a wait of a capturing stream on an event
+ *    recorded outside the capture;
+ *  - GRT_ERR_CAPTURE_MERGE: a wait of a capturing stream on an event of
+ *    another capture (invalidates both);
  *  - GRT_ERR_CAPTURE_IMPLICIT: use of the legacy default stream (ops, waits,
  *    records, query, sync) while a blocking stream captures (invalidates the
  *    blocking streams' captures; grt_stream_capture_status of the legacy
- *    stream fails the same way but invalidates nothing);
- *  - GRT_ERR_CAPTURE_UNSUPPORTED: CUDA's "potentially unsafe" calls —
+ *    stream fails the same way but invalidates nothing), and a wait of the
+ *    legacy stream on a captured event (it cannot join a capture);
+ *  - GRT_ERR_CAPTURE_UNSUPPORTED, too: CUDA's "potentially unsafe" calls —
  *    grt_stream_query / grt_stream_synchronize / grt_event_query /
  *    grt_event_synchronize of a stream or event outside every capture, and
  *    synchronous device malloc/free (grt_exec_device_malloc/free) — where a
@@ -352,8 +363,8 @@ GRT_API GRT_MUST_CHECK grt_status grt_exec_timeline_count(grt_exec *exec, size_t
  *    completion interface (grt_exec_stream_ops' event_query) is not such a
  *    call: it answers a layer below, which has no mode to choose.
  * Modes also decide who may end a capture: GLOBAL and THREAD_LOCAL captures
- * only from the thread that began them (GRT_ERR_NOT_PERMITTED otherwise,
- * capture unchanged); RELAXED from any thread.
+ * only from the thread that began them (GRT_ERR_CAPTURE_WRONG_THREAD
+ * otherwise, capture unchanged); RELAXED from any thread.
  *
  * Launch: grt_graph_launch(ge, s) enqueues the whole graph as one op of s:
  * it starts after earlier work on s and after the previous launch of ge (on
@@ -380,7 +391,7 @@ GRT_API GRT_MUST_CHECK grt_status grt_exec_timeline_count(grt_exec *exec, size_t
  *
  * Thread safety: every call may come from any thread; capture state, graphs
  * and executable graphs are guarded by the exec lock. Destroyed graphs and
- * executable graphs stay as zombies until the exec goes (GRT_ERR_DESTROYED).
+ * executable graphs stay as zombies until the exec goes (GRT_ERR_INVALID_HANDLE).
  */
 
 typedef struct grt_graph grt_graph;           /* a graph (template): captured or built node by node */
@@ -404,13 +415,17 @@ typedef enum grt_capture_status {
   GRT_CAPTURE_STATUS_INVALIDATED = 2 /* capturing, but an illegal call invalidated it */
 } grt_capture_status;
 
-/* Begins a capture with s as origin. GRT_ERR_STATE if s already captures,
- * GRT_ERR_NOT_PERMITTED for the legacy default stream. */
+/* Begins a capture with s as origin. GRT_ERR_STATE (cudaErrorIllegalState)
+ * if s already captures, GRT_ERR_CAPTURE_UNSUPPORTED for the legacy default
+ * stream, which CUDA never captures. */
 GRT_API GRT_MUST_CHECK grt_status grt_stream_begin_capture(grt_stream *s, grt_capture_mode mode);
 /* Ends the capture begun on s; *graph_out receives the graph (NULL on error).
- * GRT_ERR_STATE if s is not a capture origin; GRT_ERR_NOT_PERMITTED from the
- * wrong thread (non-relaxed; capture unchanged); GRT_ERR_CAPTURE if the capture
- * was invalidated or a forked stream did not join (the capture is over). */
+ * Capture unchanged: GRT_ERR_STATE if s does not capture,
+ * GRT_ERR_CAPTURE_UNMATCHED if s joined a capture begun on another stream,
+ * GRT_ERR_CAPTURE_WRONG_THREAD from the wrong thread (non-relaxed),
+ * GRT_ERR_NOMEM. The capture is over: GRT_ERR_CAPTURE_INVALIDATED if it was
+ * invalidated, GRT_ERR_CAPTURE_UNJOINED if a forked stream did not join, the
+ * exec's sticky error. */
 GRT_API GRT_MUST_CHECK grt_status grt_stream_end_capture(grt_stream *s, grt_graph **graph_out);
 /* Legal during capture. GRT_ERR_CAPTURE_IMPLICIT (*out unwritten, nothing
  * invalidated) for the legacy stream while a blocking stream captures. */
@@ -442,9 +457,10 @@ GRT_API GRT_MUST_CHECK grt_status grt_graph_instantiate(grt_graph *g, grt_graph_
 /* Enqueues one replay of ge on s (see above). GRT_ERR_INVALID_ARG for a
  * pointer that is not an executable graph or while an allocation of ge's
  * previous launch is not freed, GRT_ERR_DOUBLE_FREE when a free node of ge
- * names another graph's allocation that is not live, GRT_ERR_DESTROYED after
- * destroy, GRT_ERR_WRONG_DEVICE across execs, GRT_ERR_CAPTURE into a
- * capturing stream. A refused launch changes nothing. */
+ * names another graph's allocation that is not live, GRT_ERR_INVALID_HANDLE after
+ * destroy, GRT_ERR_WRONG_DEVICE across execs, GRT_ERR_CAPTURE_UNSUPPORTED
+ * into a capturing stream (invalidating its capture), GRT_ERR_CAPTURED_EVENT
+ * when an event wait node's event is captured. A refused launch changes nothing. */
 GRT_API GRT_MUST_CHECK grt_status grt_graph_launch(grt_graph_exec *ge, grt_stream *s);
 
 /* cudaGraphExecUpdateResult, with CUDA's values. */
@@ -474,7 +490,7 @@ typedef struct grt_graph_update_info {
  * parameters (kernel and host functions, arguments, durations, names, copy
  * and memset addresses, sizes and values, events) are replaced for launches
  * issued afterwards; launches already issued run the old ones. Otherwise
- * GRT_ERR_NOT_PERMITTED (cudaErrorGraphExecUpdateFailure), ge unchanged, and
+ * GRT_ERR_GRAPH_EXEC_UPDATE (cudaErrorGraphExecUpdateFailure), ge unchanged, and
  * *info (may be NULL) says why and names the node of g; a bad argument gives
  * its status with GRT_GRAPH_UPDATE_ERROR. The node handles it names may be
  * made by this call (GRT_ERR_NOMEM when they cannot be). */
@@ -510,7 +526,7 @@ GRT_API GRT_MUST_CHECK grt_status grt_exec_graph_mem_trim(grt_exec *exec);
  * A graph built node by node, or a captured one edited: every call below
  * works on either. Dependencies (deps, n_deps) are nodes of the same graph
  * without duplicates (GRT_ERR_INVALID_ARG; another exec's: GRT_ERR_WRONG_DEVICE;
- * a destroyed node: GRT_ERR_DESTROYED); n_deps = 0 makes a root. The edges
+ * a destroyed node: GRT_ERR_INVALID_HANDLE); n_deps = 0 makes a root. The edges
  * form a DAG: an edge that would close a cycle is GRT_ERR_GRAPH_CYCLE (CUDA
  * requires a DAG). A graph with memory nodes keeps its nodes and edges
  * (removing one is GRT_ERR_NOT_PERMITTED) and cannot be a child graph, as in
@@ -520,7 +536,7 @@ GRT_API GRT_MUST_CHECK grt_status grt_exec_graph_mem_trim(grt_exec *exec);
  * nothing. *out is written only on success.
  *
  * A node handle stays valid until the exec is destroyed; once its node or
- * graph is destroyed, calls with it return GRT_ERR_DESTROYED. A captured
+ * graph is destroyed, calls with it return GRT_ERR_INVALID_HANDLE. A captured
  * graph's nodes get handles from grt_graph_get_nodes.
  *
  * Event nodes act at the launch, as the stream calls they stand for do at

@@ -163,13 +163,13 @@ GRT_API GRT_MUST_CHECK grt_status grt_mempool_destroy(grt_mempool *pool);
 /* cudaMallocAsync: size bytes for use on s, in s's order. Never blocks the
  * host and never moves the virtual clock. GRT_ERR_SIZE for 0, GRT_ERR_OOM when
  * no reuse policy allows a free and the device cannot supply it (pending frees
- * are not waited for), GRT_ERR_DESTROYED for a destroyed stream, the exec's
+ * are not waited for), GRT_ERR_INVALID_HANDLE for a destroyed stream, the exec's
  * sticky error, GRT_ERR_NOMEM (host memory); nothing changes on error. */
 GRT_API GRT_MUST_CHECK grt_status grt_malloc_async(grt_mempool *pool, uint64_t size, grt_stream *s, grt_devptr *out);
 /* cudaFreeAsync: ptr is free from s's current position on. GRT_ERR_DOUBLE_FREE
  * for a block already freed, GRT_ERR_UNKNOWN_POINTER for a pointer of another
  * pool, GRT_ERR_INVALID_ARG for a block of this pool's PyTorch path (free it
- * with grt_mempool_free), GRT_ERR_DESTROYED for a destroyed stream; nothing
+ * with grt_mempool_free), GRT_ERR_INVALID_HANDLE for a destroyed stream; nothing
  * changes on error. Memory a graph's allocation node made (any pool may be
  * asked) is freed as grt_stream_free_async_graph does (exec.h). */
 GRT_API GRT_MUST_CHECK grt_status grt_free_async(grt_mempool *pool, grt_devptr ptr, grt_stream *s);

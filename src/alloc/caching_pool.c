@@ -261,7 +261,7 @@ grt_status grt__caching_pool_empty_cache(grt_allocator *a, grt_pool_id id) {
                          "pool_empty_cache: pool " ID_FMT " cannot be emptied while pool " ID_FMT
                          " is begun (its pending frees would be waited for during a capture)",
                          ID_ARGS(id), ID_ARGS(c->captures[0].pool->id));
-    return GRT_ERR_CAPTURE;
+    return GRT_ERR_CAPTURE_UNSUPPORTED;
   }
   if (pp->use_count) return GRT_OK; /* PyTorch empties freeable pools only */
   if ((st = grt__caching_empty_cache_reserve(a))) return st;

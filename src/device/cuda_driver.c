@@ -98,17 +98,7 @@ grt_status grt__cu_load(const grt__cu_api **api, char *msg, size_t msg_size) {
 
 grt_status grt__cu_status(const grt__cu_api *cu, CUresult r, const char *what, char *msg, size_t msg_size) {
   if (r == CUDA_SUCCESS) return GRT_OK;
-  grt_status st;
-  switch (r) {
-  case CUDA_ERROR_OUT_OF_MEMORY: st = GRT_ERR_OOM; break;
-  case CUDA_ERROR_NOT_READY: st = GRT_ERR_NOT_READY; break;
-  case CUDA_ERROR_NO_DEVICE:
-  case CUDA_ERROR_STUB_LIBRARY:
-  case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: st = GRT_ERR_NO_DEVICE; break;
-  case CUDA_ERROR_NOT_SUPPORTED: st = GRT_ERR_UNSUPPORTED; break;
-  case CUDA_ERROR_INVALID_DEVICE: st = GRT_ERR_INVALID_ARG; break;
-  default: st = GRT_ERR_DRIVER; break;
-  }
+  grt_status st = grt_status_from_cuda((int)r); /* one table for the whole library */
   if (msg && msg_size) {
     const char *name = NULL, *text = NULL;
     if (!cu || cu->GetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "CUDA_ERROR_UNKNOWN";

@@ -82,7 +82,7 @@ typedef struct grt__cu_api {
  * failure msg says why (the same text on every call). */
 grt_status grt__cu_load(const grt__cu_api **api, char *msg, size_t msg_size);
 
-/* Maps a CUresult to a grt_status and, for errors, writes "what: CUDA_ERROR_X
+/* Maps a CUresult to a grt_status (grt_status_from_cuda) and, for errors, writes "what: CUDA_ERROR_X
  * (text)" into msg (if non-NULL). */
 grt_status grt__cu_status(const grt__cu_api *cu, CUresult r, const char *what, char *msg, size_t msg_size);
 

@@ -24,7 +24,7 @@ static grt_status ev_lock(grt_event *ev) {
   pthread_mutex_lock(&ev->exec->lock);
   if (ev->destroyed) {
     pthread_mutex_unlock(&ev->exec->lock);
-    return GRT_ERR_DESTROYED;
+    return GRT_ERR_INVALID_HANDLE;
   }
   return GRT_OK;
 }
@@ -82,7 +82,7 @@ grt_status grt_event_record(grt_event *ev, grt_stream *s) {
   grt_exec *exec = s->exec;
   if (ev->destroyed) {
     pthread_mutex_unlock(&exec->lock);
-    return GRT_ERR_DESTROYED;
+    return GRT_ERR_INVALID_HANDLE;
   }
   if (s->cap) { /* a captured event: it snapshots the capture's frontier, not stream work */
     st = grt__graph_capture_record(ev, s);
@@ -121,7 +121,7 @@ grt_status grt_event_record(grt_event *ev, grt_stream *s) {
 static grt_status captured(grt_event *ev) {
   if (!ev->cap) return GRT_OK;
   grt__graph_invalidate(ev->cap);
-  return GRT_ERR_CAPTURE;
+  return GRT_ERR_CAPTURED_EVENT;
 }
 
 /* Query or sync of any other event is one of CUDA's "potentially unsafe"
@@ -178,12 +178,12 @@ grt_status grt_event_elapsed_ns(grt_event *start, grt_event *end, int64_t *ns) {
   if (start->exec != end->exec) return GRT_ERR_WRONG_DEVICE;
   grt_exec *exec = start->exec;
   pthread_mutex_lock(&exec->lock);
-  if (start->destroyed || end->destroyed) st = GRT_ERR_DESTROYED;
+  if (start->destroyed || end->destroyed) st = GRT_ERR_INVALID_HANDLE;
   else if (start->cap || end->cap) {
-    st = captured(start) ? GRT_ERR_CAPTURE : GRT_OK;
-    if (captured(end)) st = GRT_ERR_CAPTURE;
-  } else if (!start->stream || !end->stream) st = GRT_ERR_STATE;
-  else if ((start->flags | end->flags) & GRT_EVENT_DISABLE_TIMING) st = GRT_ERR_NOT_PERMITTED;
+    st = captured(start);
+    if (captured(end)) st = GRT_ERR_CAPTURED_EVENT;
+  } else if (!start->stream || !end->stream) st = GRT_ERR_INVALID_HANDLE; /* CUDA: never recorded */
+  else if ((start->flags | end->flags) & GRT_EVENT_DISABLE_TIMING) st = GRT_ERR_INVALID_HANDLE; /* CUDA, too */
   else if (grt__done(start->stream) < start->seq || grt__done(end->stream) < end->seq) st = GRT_ERR_NOT_READY;
   else if (!start->time_valid || !end->time_valid) st = GRT_ERR_STATE; /* cancelled by a sticky error */
   else *ns = (int64_t)(end->time_ns - start->time_ns);

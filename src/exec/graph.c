@@ -121,7 +121,7 @@ grt_status grt__graph_lock(grt_graph *g) {
   pthread_mutex_lock(&g->exec->lock);
   if (!g->destroyed) return GRT_OK;
   pthread_mutex_unlock(&g->exec->lock);
-  return GRT_ERR_DESTROYED;
+  return GRT_ERR_INVALID_HANDLE;
 }
 
 grt_status grt__gexec_lock(grt_graph_exec *ge) {
@@ -129,7 +129,7 @@ grt_status grt__gexec_lock(grt_graph_exec *ge) {
   pthread_mutex_lock(&ge->exec->lock);
   if (!ge->destroyed) return GRT_OK;
   pthread_mutex_unlock(&ge->exec->lock);
-  return GRT_ERR_DESTROYED;
+  return GRT_ERR_INVALID_HANDLE;
 }
 
 grt_status grt_graph_destroy(grt_graph *g) {

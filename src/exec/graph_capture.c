@@ -8,7 +8,8 @@
  * recorded inside that capture, which is still in progress. end-capture (or a
  * failed one) clears all three kinds of pointer, so no capture state survives
  * the capture — whether it produced a graph or not. An invalidated capture
- * stays in progress (its streams refuse ops with GRT_ERR_CAPTURE) until
+ * stays in progress (its streams refuse ops with GRT_ERR_CAPTURE_INVALIDATED)
+ * until
  * end-capture reports the error.
  */
 #include <stdlib.h>
@@ -39,8 +40,8 @@ grt_status grt_stream_begin_capture(grt_stream *s, grt_capture_mode mode) {
   if (st) return st;
   grt_exec *exec = s->exec;
   grt__capture *c = NULL;
-  if (s == exec->legacy) st = GRT_ERR_NOT_PERMITTED;
-  else if (s->cap) st = GRT_ERR_STATE;
+  if (s == exec->legacy) st = GRT_ERR_CAPTURE_UNSUPPORTED; /* never capturable */
+  else if (s->cap) st = GRT_ERR_STATE;                       /* cudaErrorIllegalState */
   else if (!(c = calloc(1, sizeof *c)) || !(c->graph = grt__graph_new(exec)) || !add_member(c, s)) {
     if (c) {
       free(c->graph);
@@ -62,13 +63,15 @@ grt_status grt_stream_begin_capture(grt_stream *s, grt_capture_mode mode) {
 }
 
 /* Marks the ancestors of the origin's frontier; every other member's frontier
- * must be among them (it joined back). */
-static bool all_joined(grt__capture *c) {
+ * must be among them (it joined back): GRT_OK, GRT_ERR_CAPTURE_UNJOINED, or
+ * GRT_ERR_NOMEM when the marks do not fit (nothing decided). */
+static grt_status check_joined(grt__capture *c) {
   grt_graph *g = c->graph;
-  if (c->n_members <= 1) return true;
+  if (c->n_members <= 1) return GRT_OK;
   uint8_t *mark = calloc(g->n ? g->n : 1, 1);
   uint32_t *stack = malloc((g->n ? g->n : 1) * sizeof *stack);
   bool ok = mark && stack;
+  grt_status st = ok ? GRT_OK : GRT_ERR_NOMEM;
   uint32_t sp = 0;
   for (uint32_t i = 0; ok && i < c->origin->cap_front.n; i++) {
     uint32_t x = c->origin->cap_front.v[i];
@@ -84,11 +87,11 @@ static bool all_joined(grt__capture *c) {
   for (uint32_t m = 1; ok && m < c->n_members; m++) {
     const grt__idxvec *f = &c->members[m]->cap_front;
     for (uint32_t i = 0; i < f->n; i++)
-      if (!mark[f->v[i]]) ok = false;
+      if (!mark[f->v[i]]) ok = false, st = GRT_ERR_CAPTURE_UNJOINED;
   }
   free(mark);
   free(stack);
-  return ok;
+  return st;
 }
 
 /* Takes c off the exec and every stream and event; lock held. */
@@ -118,14 +121,24 @@ grt_status grt_stream_end_capture(grt_stream *s, grt_graph **graph_out) {
   grt_exec *exec = s->exec;
   pthread_mutex_lock(&exec->lock); /* not grt__stream_lock: a sticky error must still end the capture */
   grt__capture *c = s->cap;
-  if (s->destroyed) st = GRT_ERR_DESTROYED;
-  else if (!c || c->origin != s) st = GRT_ERR_STATE;
-  else if (c->mode != GRT_CAPTURE_RELAXED && !pthread_equal(c->thread, pthread_self())) st = GRT_ERR_NOT_PERMITTED;
+  if (s->destroyed) st = GRT_ERR_INVALID_HANDLE;
+  else if (!c) st = GRT_ERR_STATE;                         /* cudaErrorIllegalState */
+  else if (c->origin != s) st = GRT_ERR_CAPTURE_UNMATCHED; /* a forked member */
+  else if (c->mode != GRT_CAPTURE_RELAXED && !pthread_equal(c->thread, pthread_self()))
+    st = GRT_ERR_CAPTURE_WRONG_THREAD; /* the capture goes on */
+  /* The verdict on a valid capture comes before anything is taken apart:
+     without memory for it the capture goes on and the call can be repeated. */
+  grt_status verdict = GRT_OK;
+  if (!st) {
+    verdict = exec->error ? exec->error : c->invalid ? GRT_ERR_CAPTURE_INVALIDATED : check_joined(c);
+    if (verdict == GRT_ERR_NOMEM && !exec->error) st = GRT_ERR_NOMEM;
+  }
   if (st) {
     pthread_mutex_unlock(&exec->lock);
     return st;
   }
-  bool ok = !c->invalid && !exec->error && all_joined(c);
+  st = verdict;
+  bool ok = !st;
   detach(exec, c);
   grt_graph *g = c->graph;
   grt__gblock *batch = NULL; /* an unfinished graph's memory goes back */
@@ -137,7 +150,6 @@ grt_status grt_stream_end_capture(grt_stream *s, grt_graph **graph_out) {
   } else {
     grt__graph_free_nodes(g, &batch);
     free(g);
-    st = exec->error ? exec->error : GRT_ERR_CAPTURE;
   }
   pthread_mutex_unlock(&exec->lock);
   free(c);
@@ -168,7 +180,7 @@ grt_status grt_stream_capture_status(grt_stream *s, grt_capture_status *out) {
   grt_status st = grt__stream_check(s);
   if (st) return st;
   pthread_mutex_lock(&s->exec->lock);
-  if (s->destroyed) st = GRT_ERR_DESTROYED;
+  if (s->destroyed) st = GRT_ERR_INVALID_HANDLE;
   else if (s == s->exec->legacy && legacy_blocked(s->exec)) st = GRT_ERR_CAPTURE_IMPLICIT;
   else *out = !s->cap ? GRT_CAPTURE_STATUS_NONE : s->cap->invalid ? GRT_CAPTURE_STATUS_INVALIDATED
                                                                     : GRT_CAPTURE_STATUS_ACTIVE;
@@ -197,13 +209,13 @@ grt_status grt__graph_capture_submit(grt__op *op) {
   grt_exec *exec = s->exec;
   grt__capture *c = s->cap;
   grt_status st = GRT_OK;
-  if (c->invalid) st = GRT_ERR_CAPTURE;
+  if (c->invalid) st = GRT_ERR_CAPTURE_INVALIDATED;
   else if (op->kind == GRT__OP_CALLBACK) {
     invalidate(c); /* cudaStreamAddCallback is not supported in stream capture */
     st = GRT_ERR_CAPTURE_UNSUPPORTED;
   } else if (op->kind == GRT__OP_UEV_SIGNAL || op->kind == GRT__OP_UEV_WAIT || op->kind == GRT__OP_GRAPH) {
-    invalidate(c); /* blocking user events and nested launches are not capturable */
-    st = GRT_ERR_CAPTURE;
+    invalidate(c); /* blocking user events and graph launches are not capturable */
+    st = GRT_ERR_CAPTURE_UNSUPPORTED;
   } else {
     st = capture_node(s, op);
   }
@@ -227,7 +239,7 @@ grt_status grt__graph_legacy_check(grt_exec *exec, grt_stream *s) {
 
 grt_status grt__graph_capture_record(grt_event *ev, grt_stream *s) {
   grt__capture *c = s->cap;
-  if (c->invalid) return GRT_ERR_CAPTURE;
+  if (c->invalid) return GRT_ERR_CAPTURE_INVALIDATED;
   if (!grt__graph_idx_copy(&ev->cap_nodes, &s->cap_front)) return GRT_ERR_NOMEM;
   ev->cap = c;
   return GRT_OK;
@@ -239,18 +251,19 @@ grt_status grt__graph_capture_wait(grt_stream *s, grt_event *ev) {
   if (!c) { /* s captures; ev was recorded outside: only "never recorded" is harmless */
     if (!ev->stream) return GRT_OK;
     invalidate(sc);
-    return GRT_ERR_CAPTURE;
+    return GRT_ERR_CAPTURE_ISOLATION;
   }
   if (sc && sc != c) { /* would merge two captures */
     invalidate(sc);
     invalidate(c);
-    return GRT_ERR_CAPTURE;
+    return GRT_ERR_CAPTURE_MERGE;
   }
-  if (c->invalid) return GRT_ERR_CAPTURE;
+  if (c->invalid) return GRT_ERR_CAPTURE_INVALIDATED;
   if (!sc) { /* fork: s joins the capture */
-    if (s == exec->legacy || s->destroyed) {
+    if (s->destroyed) return GRT_ERR_INVALID_HANDLE;
+    if (s == exec->legacy) { /* the legacy stream would depend on the capture */
       invalidate(c);
-      return GRT_ERR_CAPTURE;
+      return GRT_ERR_CAPTURE_IMPLICIT;
     }
     if (!add_member(c, s)) return GRT_ERR_NOMEM;
     if (!grt__graph_idx_copy(&s->cap_front, &ev->cap_nodes)) return GRT_ERR_NOMEM;
@@ -267,10 +280,10 @@ grt_status grt__graph_capture_wait(grt_stream *s, grt_event *ev) {
  * in a capture, nothing a launch could wait for. */
 grt_status grt__graph_capture_wait_external(grt_stream *s, grt_event *ev) {
   grt__capture *c = s->cap;
-  if (c->invalid) return GRT_ERR_CAPTURE;
+  if (c->invalid) return GRT_ERR_CAPTURE_INVALIDATED;
   if (ev->cap) {
     invalidate(c);
-    return GRT_ERR_CAPTURE;
+    return GRT_ERR_CAPTURED_EVENT;
   }
   grt__op proto;
   memset(&proto, 0, sizeof proto);
@@ -290,7 +303,7 @@ void grt__graph_invalidate(grt__capture *c) { invalidate(c); }
 grt_status grt__graph_device_sync_check(grt_exec *exec) {
   if (!exec->captures) return GRT_OK;
   for (grt__capture *c = exec->captures; c; c = c->next) invalidate(c);
-  return GRT_ERR_CAPTURE;
+  return GRT_ERR_CAPTURE_UNSUPPORTED; /* in every mode: CUDA has no safe device-wide sync */
 }
 
 /* ---- synchronous device calls (cudaMalloc / cudaFree) ------------------------ */

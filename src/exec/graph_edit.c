@@ -7,7 +7,7 @@
  * Node handles (grt_graph_node) come from per-exec slabs, made on first use
  * (a captured node gets one only when asked for), and outlive their node: a
  * destroyed node's or graph's handle stays, a zombie, until the exec goes,
- * so a stale handle reads GRT_ERR_DESTROYED (CUDA leaves it undefined).
+ * so a stale handle reads GRT_ERR_INVALID_HANDLE (CUDA leaves it undefined).
  *
  * CUDA's rules kept here: dependencies name nodes of the same graph, without
  * duplicates; an edge added twice or removed while absent is an error; the
@@ -75,7 +75,7 @@ void grt__graph_handles_free(grt_exec *exec) {
 static grt_status node_check(const grt_graph *g, const grt_graph_node *h) {
   if (!h || h->magic != GRT__GNODE_MAGIC) return GRT_ERR_INVALID_ARG;
   if (h->graph != g) return h->graph->exec != g->exec ? GRT_ERR_WRONG_DEVICE : GRT_ERR_INVALID_ARG;
-  return h->destroyed ? GRT_ERR_DESTROYED : GRT_OK;
+  return h->destroyed ? GRT_ERR_INVALID_HANDLE : GRT_OK;
 }
 
 /* Locks h's exec when h names a live node. */
@@ -84,7 +84,7 @@ static grt_status node_lock(grt_graph_node *h) {
   pthread_mutex_lock(&h->graph->exec->lock);
   if (!h->destroyed) return GRT_OK;
   pthread_mutex_unlock(&h->graph->exec->lock);
-  return GRT_ERR_DESTROYED;
+  return GRT_ERR_INVALID_HANDLE;
 }
 
 /* ---- graphs ------------------------------------------------------------------------ */
@@ -186,9 +186,9 @@ static grt_status deps_check(const grt_graph *g, grt_graph_node *const *deps, si
 /* What the node refers to, checked under the lock. */
 static grt_status spec_check(const grt_graph *g, const node_spec *sp) {
   if (sp->event && sp->event->exec != g->exec) return GRT_ERR_WRONG_DEVICE;
-  if (sp->event && sp->event->destroyed) return GRT_ERR_DESTROYED;
+  if (sp->event && sp->event->destroyed) return GRT_ERR_INVALID_HANDLE;
   if (sp->child && sp->child->exec != g->exec) return GRT_ERR_WRONG_DEVICE;
-  if (sp->child && sp->child->destroyed) return GRT_ERR_DESTROYED;
+  if (sp->child && sp->child->destroyed) return GRT_ERR_INVALID_HANDLE;
   if (sp->child && sp->child->n_mem) return GRT_ERR_NOT_PERMITTED; /* CUDA: such a graph cannot be a child */
   if (sp->type == GRT_GRAPH_NODE_MEM_FREE)
     return grt__graph_mem_free_check(g, grt__u64map_get(&g->exec->gallocs, sp->ptr));

@@ -47,12 +47,12 @@ static grt_status bind_waits(const grt__gbody *b, grt__op *op, uint32_t *n_recor
   for (uint32_t k = 0; k < b->n_events; k++) {
     const grt__op *nd = &b->ops[b->events[k]];
     grt_event *ev = nd->u.rec.event;
-    if (ev->destroyed) return GRT_ERR_DESTROYED;
+    if (ev->destroyed) return GRT_ERR_INVALID_HANDLE;
     if (nd->kind == GRT__OP_RECORD) {
       ++*n_records;
       continue;
     }
-    if (ev->cap) return GRT_ERR_CAPTURE;
+    if (ev->cap) return GRT_ERR_CAPTURED_EVENT;
     if (ev->stream && ev->stream != op->stream && grt__done(ev->stream) < ev->seq &&
         !grt__op_add_dep(op, ev->stream, ev->seq, ev->src_uid, ev))
       return GRT_ERR_NOMEM;
@@ -154,10 +154,10 @@ grt_status grt_graph_launch_ex(grt_graph_exec *ge, grt_stream *s, grt_op_id *id)
   if ((st = grt__stream_lock(s))) return st;
   grt_exec *exec = s->exec;
   grt__op *op = NULL;
-  if (ge->destroyed) st = GRT_ERR_DESTROYED;
+  if (ge->destroyed) st = GRT_ERR_INVALID_HANDLE;
   else if (s->cap) {
-    grt__graph_invalidate(s->cap); /* no nested graphs in a capture */
-    st = GRT_ERR_CAPTURE;
+    grt__graph_invalidate(s->cap); /* CUDA captures no graph launch */
+    st = GRT_ERR_CAPTURE_UNSUPPORTED;
   } else if (!(op = grt__op_alloc(exec, s, GRT__OP_GRAPH))) st = GRT_ERR_NOMEM;
   if (st) {
     pthread_mutex_unlock(&exec->lock);

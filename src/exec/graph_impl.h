@@ -75,7 +75,7 @@ typedef struct grt__gnode {
 } grt__gnode;
 
 /* A node handle: stays (a zombie once its node or graph is destroyed) until
- * the exec goes, so a stale one reads GRT_ERR_DESTROYED (graph_edit.c). */
+ * the exec goes, so a stale one reads GRT_ERR_INVALID_HANDLE (graph_edit.c). */
 struct grt_graph_node {
   uint32_t magic;
   bool destroyed;
@@ -167,7 +167,7 @@ bool grt__graph_add_node(grt_graph *g, const grt__op *proto, const grt__idxvec *
 /* Appends a node of type with the n predecessors deps (distinct, of g). */
 bool grt__graph_add_node_deps(grt_graph *g, const grt__op *proto, uint8_t type, const uint32_t *deps, uint32_t n,
                               uint32_t *idx);
-/* Locks g's exec when g is a live graph (GRT_ERR_INVALID_ARG, GRT_ERR_DESTROYED otherwise; unlocked). */
+/* Locks g's exec when g is a live graph (GRT_ERR_INVALID_ARG, GRT_ERR_INVALID_HANDLE otherwise; unlocked). */
 grt_status grt__graph_lock(grt_graph *g);
 grt_status grt__gexec_lock(grt_graph_exec *ge);
 void grt__graph_body_unref(grt_graph_exec *ge, grt__gbody *b);

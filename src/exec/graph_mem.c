@@ -182,7 +182,7 @@ static grt_status capture_lock(grt_stream *s, grt__capture **out) {
   grt_status st = grt__stream_lock(s);
   if (st) return st;
   *out = s->cap;
-  st = !s->cap ? GRT_ERR_STATE : s->cap->invalid ? GRT_ERR_CAPTURE : GRT_OK;
+  st = !s->cap ? GRT_ERR_STATE : s->cap->invalid ? GRT_ERR_CAPTURE_INVALIDATED : GRT_OK;
   if (st) pthread_mutex_unlock(&s->exec->lock);
   return st;
 }
@@ -233,7 +233,7 @@ grt_status grt_stream_malloc_async_graph(grt_stream *s, uint64_t size, grt_devpt
   c = s->cap;
   grt__gblock *b = NULL;
   if (!c || c->id != id) st = GRT_ERR_STATE; /* the capture ended meanwhile */
-  else if (c->invalid) st = GRT_ERR_CAPTURE;
+  else if (c->invalid) st = GRT_ERR_CAPTURE_INVALIDATED;
   else if (!(st = grt__gblock_new(exec, c->graph, p, size, &b)) && (st = capture_mem_node(s, GRT__OP_GALLOC, b))) {
     grt__u64map_del(&exec->gallocs, p);
     free(b);
@@ -310,7 +310,7 @@ grt_status grt_stream_free_async_graph(grt_stream *s, grt_devptr ptr) {
   grt_exec *exec = s->exec;
   grt__gblock *batch = NULL;
   if (!s->cap) st = stream_free(s, ptr, &batch);
-  else if (s->cap->invalid) st = GRT_ERR_CAPTURE;
+  else if (s->cap->invalid) st = GRT_ERR_CAPTURE_INVALIDATED;
   else st = capture_free(s, ptr);
   grt__graph_mem_sweep(exec, &batch);
   pthread_mutex_unlock(&exec->lock);

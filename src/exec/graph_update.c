@@ -102,7 +102,7 @@ static grt_status update(grt_graph_exec *ge, grt_graph *g, grt_graph_update_info
     info->error_node = node_of(g, nb, m.node);
     info->error_from_node = node_of(g, nb, m.from);
     grt__graph_body_free(nb);
-    return GRT_ERR_NOT_PERMITTED;
+    return GRT_ERR_GRAPH_EXEC_UPDATE;
   }
   install(ge, nb);
   info->result = GRT_GRAPH_UPDATE_OK;
@@ -118,7 +118,7 @@ grt_status grt_graph_exec_update_ex(grt_graph_exec *ge, grt_graph *g, grt_graph_
   if (st) return st;
   grt_exec *exec = ge->exec;
   if (g->exec != exec) st = GRT_ERR_WRONG_DEVICE;
-  else if (g->destroyed) st = GRT_ERR_DESTROYED;
+  else if (g->destroyed) st = GRT_ERR_INVALID_HANDLE;
   else st = update(ge, g, info);
   pthread_mutex_unlock(&exec->lock);
   return st;

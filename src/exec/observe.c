@@ -182,15 +182,15 @@ static grt_status check_events(grt_exec *exec, grt_event *const *evs, size_t n) 
   for (size_t i = 0; i < n; i++) {
     if (!evs[i] || evs[i]->magic != GRT__EVENT_MAGIC) return GRT_ERR_INVALID_ARG;
     if (evs[i]->exec != exec) return GRT_ERR_WRONG_DEVICE;
-    if (evs[i]->destroyed) return GRT_ERR_DESTROYED;
-    if (evs[i]->cap) return GRT_ERR_CAPTURE;
+    if (evs[i]->destroyed) return GRT_ERR_INVALID_HANDLE;
+    if (evs[i]->cap) return GRT_ERR_CAPTURED_EVENT;
   }
   return GRT_OK;
 }
 
 static grt_status order_locked(grt_exec *exec, grt_stream *s, grt_event *const *evs, size_t n, grt__order *out) {
   grt_status st = exec->error ? exec->error : check_events(exec, evs, n);
-  if (!st && s) st = s->destroyed ? GRT_ERR_DESTROYED : s->cap ? GRT_ERR_CAPTURE : GRT_OK;
+  if (!st && s) st = s->destroyed ? GRT_ERR_INVALID_HANDLE : s->cap ? GRT_ERR_CAPTURE_UNSUPPORTED : GRT_OK;
   if (st) return st;
   bool pending = false;
   for (size_t i = 0; i < n; i++) pending |= evs[i]->stream && grt__done(evs[i]->stream) < evs[i]->seq;

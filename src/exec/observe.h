@@ -49,8 +49,9 @@ typedef enum grt__order {
 
 /* For each of the n events, its order relative to the work issued to s from
  * now on (s NULL: only COMPLETE or UNORDERED). Errors: GRT_ERR_INVALID_ARG,
- * GRT_ERR_DESTROYED (an event or s), GRT_ERR_WRONG_DEVICE (another exec's),
- * GRT_ERR_CAPTURE (a captured event, or s capturing; nothing is invalidated),
+ * GRT_ERR_INVALID_HANDLE (an event or s), GRT_ERR_WRONG_DEVICE (another exec's),
+ * GRT_ERR_CAPTURED_EVENT (a captured event), GRT_ERR_CAPTURE_UNSUPPORTED (s
+ * capturing; in neither case is anything invalidated),
  * the exec's sticky error, GRT_ERR_NOMEM; out is written only on success. */
 grt_status grt__events_order(grt_stream *s, grt_event *const *evs, size_t n, grt__order *out);
 

@@ -70,7 +70,7 @@ grt_status grt__stream_lock(grt_stream *s) {
   grt_status st = grt__stream_check(s);
   if (st) return st;
   pthread_mutex_lock(&s->exec->lock);
-  st = s->destroyed ? GRT_ERR_DESTROYED : s->exec->error;
+  st = s->destroyed ? GRT_ERR_INVALID_HANDLE : s->exec->error;
   if (st) pthread_mutex_unlock(&s->exec->lock);
   return st;
 }

@@ -3,7 +3,7 @@
  *
  * A destroyed stream keeps running what was issued to it (CUDA semantics) and
  * stays allocated as a zombie until the exec goes, so a later call with it
- * returns GRT_ERR_DESTROYED. Waits bind to the event's snapshot at call time:
+ * returns GRT_ERR_INVALID_HANDLE. Waits bind to the event's snapshot at call time:
  * the dep copies (stream, seq) out of the event, so re-recording the event
  * later changes nothing for this wait.
  */
@@ -42,7 +42,7 @@ grt_status grt_stream_destroy(grt_stream *s) {
   if (st) return st;
   grt_exec *exec = s->exec;
   pthread_mutex_lock(&exec->lock);
-  if (s->destroyed) st = GRT_ERR_DESTROYED;
+  if (s->destroyed) st = GRT_ERR_INVALID_HANDLE;
   else if (s->kind != GRT__STREAM_USER) st = GRT_ERR_NOT_PERMITTED;
   else if (s->cap) st = GRT_ERR_BUSY; /* in a capture until end-capture */
   else {
@@ -58,7 +58,7 @@ grt_status grt_stream_set_name(grt_stream *s, const char *name) {
   grt_status st = grt__stream_check(s);
   if (st || !name) return st ? st : GRT_ERR_INVALID_ARG;
   pthread_mutex_lock(&s->exec->lock);
-  if (s->destroyed) st = GRT_ERR_DESTROYED;
+  if (s->destroyed) st = GRT_ERR_INVALID_HANDLE;
   else snprintf(s->name, sizeof s->name, "%s", name);
   pthread_mutex_unlock(&s->exec->lock);
   return st;
@@ -80,7 +80,7 @@ static grt_status getter_check(grt_stream *s, const void *out) {
   grt_status st = grt__stream_check(s);
   if (st || !out) return st ? st : GRT_ERR_INVALID_ARG;
   pthread_mutex_lock(&s->exec->lock);
-  st = s->destroyed ? GRT_ERR_DESTROYED : GRT_OK;
+  st = s->destroyed ? GRT_ERR_INVALID_HANDLE : GRT_OK;
   pthread_mutex_unlock(&s->exec->lock);
   return st;
 }
@@ -131,7 +131,7 @@ static bool reached(grt_exec *exec, void *ctx) {
 static grt_status capture_check(grt_exec *exec, grt_stream *s) {
   if (s->cap) {
     grt__graph_invalidate(s->cap);
-    return GRT_ERR_CAPTURE;
+    return GRT_ERR_CAPTURE_UNSUPPORTED;
   }
   grt_status st = grt__graph_legacy_check(exec, s);
   return st ? st : grt__capture_unsafe_check(exec);
@@ -158,7 +158,7 @@ grt_status grt_stream_query(grt_stream *s) {
   if (st) return st;
   grt_exec *exec = s->exec;
   pthread_mutex_lock(&exec->lock);
-  if (s->destroyed) st = GRT_ERR_DESTROYED;
+  if (s->destroyed) st = GRT_ERR_INVALID_HANDLE;
   else if (!(st = capture_check(exec, s))) st = grt__query_seq(exec, s, s->issued_seq);
   pthread_mutex_unlock(&exec->lock);
   return st;
@@ -169,7 +169,7 @@ grt_status grt_stream_synchronize(grt_stream *s) {
   if (st) return st;
   grt_exec *exec = s->exec;
   pthread_mutex_lock(&exec->lock);
-  if (s->destroyed) st = GRT_ERR_DESTROYED;
+  if (s->destroyed) st = GRT_ERR_INVALID_HANDLE;
   else if (grt__in_body(exec)) st = GRT_ERR_NOT_PERMITTED;
   else if ((st = capture_check(exec, s))) {
   } else {
@@ -192,7 +192,7 @@ grt_status grt_stream_wait_event_with_flags(grt_stream *s, grt_event *ev, unsign
   if (ev->exec != s->exec) return GRT_ERR_WRONG_DEVICE;
   if ((st = grt__stream_lock(s))) return st;
   grt_exec *exec = s->exec;
-  if (ev->destroyed) st = GRT_ERR_DESTROYED;
+  if (ev->destroyed) st = GRT_ERR_INVALID_HANDLE;
   else if ((st = grt__graph_legacy_check(exec, s))) {
   } else if (flags & GRT_EVENT_WAIT_EXTERNAL) {
     st = s->cap ? grt__graph_capture_wait_external(s, ev) : GRT_ERR_INVALID_ARG; /* only in a capture */

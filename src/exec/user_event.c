@@ -19,7 +19,7 @@ static grt_status uev_lock(grt_user_event *u) {
   pthread_mutex_lock(&u->exec->lock);
   if (u->destroyed) {
     pthread_mutex_unlock(&u->exec->lock);
-    return GRT_ERR_DESTROYED;
+    return GRT_ERR_INVALID_HANDLE;
   }
   return GRT_OK;
 }
@@ -150,7 +150,7 @@ static grt_status uev_op(grt_stream *s, grt_user_event *u, uint64_t v, uint8_t k
   if ((st = grt__stream_lock(s))) return st;
   grt_exec *exec = s->exec;
   grt__op *op = NULL;
-  if (u->destroyed) st = GRT_ERR_DESTROYED;
+  if (u->destroyed) st = GRT_ERR_INVALID_HANDLE;
   else if (!(op = grt__op_alloc(exec, s, kind))) st = GRT_ERR_NOMEM;
   if (op) {
     op->u.uev.uev = u;
