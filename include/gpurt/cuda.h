@@ -9,11 +9,14 @@
  * GRT_ERR_UNSUPPORTED.
  *
  * Status mapping: no driver library / no GPU -> GRT_ERR_NO_DEVICE; an entry
- * point the driver lacks -> GRT_ERR_UNSUPPORTED (the message names it);
- * CUDA_ERROR_OUT_OF_MEMORY -> GRT_ERR_OOM; CUDA_ERROR_NOT_READY ->
- * GRT_ERR_NOT_READY; any other CUDA error -> GRT_ERR_DRIVER with the CUDA
- * error's name and text in grt_device_last_error(). Handles from another
- * device's backend (a simulated device) -> GRT_ERR_UNSUPPORTED.
+ * point the driver lacks -> GRT_ERR_UNSUPPORTED (the message names it); a
+ * CUDA error with a status of its own -> that status (grt_status_from_cuda:
+ * CUDA_ERROR_OUT_OF_MEMORY -> GRT_ERR_OOM, CUDA_ERROR_NOT_READY ->
+ * GRT_ERR_NOT_READY, CUDA_ERROR_INVALID_HANDLE -> GRT_ERR_INVALID_HANDLE,
+ * each stream-capture error -> its GRT_ERR_CAPTURE_* status, ...); any other
+ * CUDA error -> GRT_ERR_DRIVER. Either way grt_device_last_error() holds the
+ * entry point and the CUDA error's name, number and text. Handles from
+ * another device's backend (a simulated device) -> GRT_ERR_UNSUPPORTED.
  *
  * The device uses the GPU's primary context (the one the CUDA runtime and
  * PyTorch use), so pointers and streams are interchangeable with theirs. Each
@@ -112,6 +115,23 @@ GRT_API GRT_MUST_CHECK grt_status grt_cuda_event_query(grt_cuda_event *ev);
 GRT_API GRT_MUST_CHECK grt_status grt_cuda_event_synchronize(grt_cuda_event *ev);
 /* Milliseconds between two completed timing events. */
 GRT_API GRT_MUST_CHECK grt_status grt_cuda_event_elapsed_ms(grt_cuda_event *start, grt_cuda_event *end, float *ms);
+
+/* ---- stream capture (cuStreamBeginCapture ... cuStreamEndCapture) ----
+ * The driver's own rules apply and its errors come back as the executor's
+ * statuses do (docs/EXEC.md, "Status codes"), which is what lets
+ * gpurt-conformance put the two side by side. Modes have the values of
+ * grt_capture_mode (exec.h) and of CUstreamCaptureMode. */
+#define GRT_CUDA_CAPTURE_GLOBAL 0u
+#define GRT_CUDA_CAPTURE_THREAD_LOCAL 1u
+#define GRT_CUDA_CAPTURE_RELAXED 2u
+GRT_API GRT_MUST_CHECK grt_status grt_cuda_stream_begin_capture(grt_cuda_stream *s, unsigned mode);
+/* Ends the capture begun on s; *graph receives the CUgraph (NULL on failure),
+ * the caller's to launch elsewhere or free with grt_cuda_graph_destroy. */
+GRT_API GRT_MUST_CHECK grt_status grt_cuda_stream_end_capture(grt_cuda_stream *s, void **graph);
+/* 0 not capturing, 1 capturing, 2 capturing but invalidated (CUstreamCaptureStatus). */
+GRT_API GRT_MUST_CHECK grt_status grt_cuda_stream_capture_status(grt_cuda_stream *s, int *status);
+/* Frees a graph from grt_cuda_stream_end_capture; NULL is a no-op. */
+GRT_API GRT_MUST_CHECK grt_status grt_cuda_graph_destroy(grt_device *dev, void *graph);
 
 /* ---- gates: a stream blocked until the host opens it ----
  * A gate is a pinned host word the GPU waits on (cuStreamWaitValue32); where

@@ -45,6 +45,10 @@
   X(StreamWaitEvent, "cuStreamWaitEvent", 0, CUresult, (CUstream, CUevent, unsigned int))                   \
   X(StreamWaitValue32, "cuStreamWaitValue32", 0, CUresult, (CUstream, CUdeviceptr, cuuint32_t, unsigned int)) \
   X(LaunchHostFunc, "cuLaunchHostFunc", 0, CUresult, (CUstream, CUhostFn, void *))                          \
+  X(StreamBeginCapture, "cuStreamBeginCapture", 0, CUresult, (CUstream, CUstreamCaptureMode))               \
+  X(StreamEndCapture, "cuStreamEndCapture", 0, CUresult, (CUstream, CUgraph *))                             \
+  X(StreamIsCapturing, "cuStreamIsCapturing", 0, CUresult, (CUstream, CUstreamCaptureStatus *))             \
+  X(GraphDestroy, "cuGraphDestroy", 0, CUresult, (CUgraph))                                                 \
   X(EventCreate, "cuEventCreate", 0, CUresult, (CUevent *, unsigned int))                                   \
   X(EventDestroy, "cuEventDestroy", 0, CUresult, (CUevent))                                                 \
   X(EventRecord, "cuEventRecord", 0, CUresult, (CUevent, CUstream))                                         \

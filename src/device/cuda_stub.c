@@ -67,6 +67,17 @@ grt_status grt_cuda_event_record(grt_cuda_event *e, grt_cuda_stream *s) { (void)
 grt_status grt_cuda_event_query(grt_cuda_event *e) { (void)e; UNSUP; }
 grt_status grt_cuda_event_synchronize(grt_cuda_event *e) { (void)e; UNSUP; }
 grt_status grt_cuda_event_elapsed_ms(grt_cuda_event *a, grt_cuda_event *b, float *ms) { (void)a, (void)b, (void)ms; UNSUP; }
+grt_status grt_cuda_stream_begin_capture(grt_cuda_stream *s, unsigned mode) { (void)s, (void)mode; UNSUP; }
+grt_status grt_cuda_stream_end_capture(grt_cuda_stream *s, void **graph) {
+  (void)s;
+  if (graph) *graph = NULL;
+  UNSUP;
+}
+grt_status grt_cuda_stream_capture_status(grt_cuda_stream *s, int *status) { (void)s, (void)status; UNSUP; }
+grt_status grt_cuda_graph_destroy(grt_device *dev, void *graph) {
+  (void)dev;
+  return graph ? GRT_ERR_UNSUPPORTED : GRT_OK;
+}
 grt_status grt_cuda_gate_create(grt_device *dev, unsigned t, grt_cuda_gate **out) {
   (void)dev, (void)t;
   if (out) *out = NULL;

@@ -26,7 +26,7 @@ FAKE_CUDA_API unsigned long fake_cuda_calls(const char *name);
 /* Live driver objects: "allocs" (cuMemAlloc), "bytes" (device memory in use),
  * "contexts" (primary context retains), and in the modern fake "streams",
  * "events", "host" (cuMemHostAlloc), "reservations", "handles" (cuMemCreate),
- * "mappings", "pending" (queued stream work). -1 for an unknown name. */
+ * "mappings", "pending" (queued stream work), "graphs" (cuStreamEndCapture's). -1 for an unknown name. */
 FAKE_CUDA_API long fake_cuda_live(const char *what);
 /* The number of GPUs cuDeviceGetCount reports (default 1, at most 4). */
 FAKE_CUDA_API void fake_cuda_set_device_count(int n);

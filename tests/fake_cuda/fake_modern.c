@@ -46,8 +46,11 @@ typedef struct item {
   uint64_t seq;   /* K_WAIT_EVENT: done count to reach; K_RECORD: the event's generation */
 } item;
 
+enum { CAP_NONE, CAP_ACTIVE, CAP_INVALID }; /* CUstreamCaptureStatus' values */
+
 static struct fstream {
   int used, dead, running;
+  int cap; /* CAP_*: capture keeps only the rules the backend's tests need */
   unsigned flags;
   int priority;
   int head, tail; /* item indices, -1: none */
@@ -242,6 +245,7 @@ static void *worker_main(void *arg) {
 /* Issues it to stream slot s: inline when s is idle and it can run now (not a host function). */
 static CUresult submit(int s, item it) {
   struct fstream *st = &streams[s];
+  if (st->cap) return st->cap == CAP_ACTIVE ? CUDA_SUCCESS : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; /* captured */
   if (st->head < 0 && !st->running && it.kind != K_HOST && runnable(&it)) {
     st->enq++;
     execute(&it);
@@ -301,7 +305,7 @@ static CUresult f_StreamCreateWithPriority(CUstream *ph, unsigned int flags, int
     struct fstream *st = &streams[i];
     if (st->used && !(st->dead && st->head < 0 && !st->running)) continue;
     /* enq/done carry over from a reused slot, so old events stay complete */
-    st->used = 1, st->dead = 0, st->head = st->tail = -1;
+    st->used = 1, st->dead = 0, st->cap = CAP_NONE, st->head = st->tail = -1;
     st->flags = flags;
     st->priority = priority < -5 ? -5 : priority > 0 ? 0 : priority; /* the range of a recent GPU */
     *ph = (CUstream)(void *)st;
@@ -318,10 +322,18 @@ static CUresult f_StreamDestroy(CUstream h) {
   RETURN(CUDA_SUCCESS);
 }
 
+/* Query or sync of a capturing stream invalidates its capture. */
+static int refuse_capturing(int s) {
+  if (!streams[s].cap) return 0;
+  streams[s].cap = CAP_INVALID;
+  return 1;
+}
+
 static CUresult f_StreamQuery(CUstream h) {
   ENTER_CTX("cuStreamQuery");
   int s = stream_slot(h);
   if (s < 0) RETURN(CUDA_ERROR_INVALID_HANDLE);
+  if (refuse_capturing(s)) RETURN(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   RETURN(streams[s].done == streams[s].enq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY);
 }
 
@@ -329,6 +341,7 @@ static CUresult f_StreamSynchronize(CUstream h) {
   ENTER_CTX("cuStreamSynchronize");
   int s = stream_slot(h);
   if (s < 0) RETURN(CUDA_ERROR_INVALID_HANDLE);
+  if (refuse_capturing(s)) RETURN(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   wait_done(s, streams[s].enq);
   RETURN(CUDA_SUCCESS);
 }
@@ -637,6 +650,53 @@ static CUresult f_MemUnmap(CUdeviceptr va, size_t size) {
 }
 
 /* ---- knobs and the table ---- */
+/* ---- stream capture: one stream per capture, no events across it ---- */
+
+static long live_graphs;
+
+static CUresult f_StreamBeginCapture(CUstream h, CUstreamCaptureMode mode) {
+  ENTER_CTX("cuStreamBeginCapture");
+  int s = stream_slot(h);
+  if (s < 0) RETURN(CUDA_ERROR_INVALID_HANDLE);
+  if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED) RETURN(CUDA_ERROR_INVALID_VALUE);
+  if (s == 0) RETURN(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  if (streams[s].cap) RETURN(CUDA_ERROR_ILLEGAL_STATE);
+  streams[s].cap = CAP_ACTIVE;
+  RETURN(CUDA_SUCCESS);
+}
+
+static CUresult f_StreamEndCapture(CUstream h, CUgraph *g) {
+  ENTER_CTX("cuStreamEndCapture");
+  int s = stream_slot(h);
+  if (s < 0) RETURN(CUDA_ERROR_INVALID_HANDLE);
+  if (!g) RETURN(CUDA_ERROR_INVALID_VALUE);
+  *g = NULL;
+  int was = streams[s].cap;
+  if (!was) RETURN(CUDA_ERROR_ILLEGAL_STATE);
+  streams[s].cap = CAP_NONE;
+  if (was == CAP_INVALID) RETURN(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  live_graphs++;
+  *g = (CUgraph)(void *)&live_graphs; /* one opaque token serves every graph */
+  RETURN(CUDA_SUCCESS);
+}
+
+static CUresult f_StreamIsCapturing(CUstream h, CUstreamCaptureStatus *cs) {
+  ENTER_CTX("cuStreamIsCapturing");
+  int s = stream_slot(h);
+  if (s < 0) RETURN(CUDA_ERROR_INVALID_HANDLE);
+  if (!cs) RETURN(CUDA_ERROR_INVALID_VALUE);
+  for (int i = 1; s == 0 && i < MAX_STREAMS; i++)
+    if (streams[i].cap && !(streams[i].flags & CU_STREAM_NON_BLOCKING)) RETURN(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+  *cs = (CUstreamCaptureStatus)streams[s].cap;
+  RETURN(CUDA_SUCCESS);
+}
+
+static CUresult f_GraphDestroy(CUgraph g) {
+  ENTER_CTX("cuGraphDestroy");
+  if (g != (CUgraph)(void *)&live_graphs || live_graphs <= 0) RETURN(CUDA_ERROR_INVALID_VALUE);
+  live_graphs--;
+  RETURN(CUDA_SUCCESS);
+}
 
 long fake_modern_live(const char *what) {
   long n = 0;
@@ -653,6 +713,8 @@ long fake_modern_live(const char *what) {
     for (int i = 0; i < MAX_HANDLES; i++) n += handles[i].used;
   } else if (strcmp(what, "mappings") == 0) {
     for (int i = 0; i < MAX_MAPPINGS; i++) n += maps[i].size != 0;
+  } else if (strcmp(what, "graphs") == 0) {
+    n = live_graphs;
   } else if (strcmp(what, "pending") == 0) {
     for (int i = 0; i < MAX_STREAMS; i++) n += (long)(streams[i].enq - streams[i].done);
   } else {
@@ -678,6 +740,10 @@ const fake_entry fake_modern_table[] = {
     FAKE_ENTRY("cuStreamWaitEvent", f_StreamWaitEvent),
     FAKE_ENTRY("cuStreamWaitValue32", f_StreamWaitValue32),
     FAKE_ENTRY("cuLaunchHostFunc", f_LaunchHostFunc),
+    FAKE_ENTRY("cuStreamBeginCapture", f_StreamBeginCapture),
+    FAKE_ENTRY("cuStreamEndCapture", f_StreamEndCapture),
+    FAKE_ENTRY("cuStreamIsCapturing", f_StreamIsCapturing),
+    FAKE_ENTRY("cuGraphDestroy", f_GraphDestroy),
     FAKE_ENTRY("cuEventCreate", f_EventCreate),
     FAKE_ENTRY("cuEventDestroy", f_EventDestroy),
     FAKE_ENTRY("cuEventRecord", f_EventRecord),
