@@ -88,5 +88,7 @@ result conf_exec_destroy_pending(void);
  * done when nothing else follows. */
 extern const ccase conf_model_cases[];
 extern const size_t conf_model_count;
+extern const ccase conf_capture_cases[];
+extern const size_t conf_capture_count;
 
 #endif

@@ -91,9 +91,9 @@ int main(int argc, char **argv) {
   printf("- sim: the simulated device (1 GiB), gpurt's model\n- cuda: %s\n\n", cuda_cell);
   printf("| # | case | expected (CUDA semantics) | sim | cuda |\n|---|---|---|---|---|\n");
   int failures = 0, idx = 0;
-  const ccase *lists[] = {conf_mem_cases, conf_stream_cases, conf_model_cases};
-  size_t counts[] = {conf_mem_count, conf_stream_count, conf_model_count};
-  for (int l = 0; l < 3; l++) {
+  const ccase *lists[] = {conf_mem_cases, conf_stream_cases, conf_model_cases, conf_capture_cases};
+  size_t counts[] = {conf_mem_count, conf_stream_count, conf_model_count, conf_capture_count};
+  for (int l = 0; l < 4; l++) {
     for (size_t i = 0; i < counts[l]; i++) {
       const ccase *c = &lists[l][i];
       fprintf(stderr, "conformance: %s ...\n", c->name);
