@@ -162,11 +162,33 @@ static grt_status start_runs(group *g, grt__replay_ranges *out) {
   return st;
 }
 
+/* A snapshot can describe mapped pages that no reservation could hold: not
+ * whole pages from the group's base, or past the end of one reservation.
+ * That is the trace contradicting itself (GRT_ERR_PARSE), checked before
+ * anything is reserved. */
+static grt_status runs_fit(grt_replay *r, const group *g, const grt__replay_ranges *runs, size_t from) {
+  uint64_t page = page_of(g->is_large), room = reservation_size(r, g->is_large);
+  for (size_t i = from; i < runs->n; i++) {
+    const grt__replay_range *x = &runs->v[i];
+    uint64_t off = x->addr - g->lo;
+    if (off % page == 0 && x->size % page == 0 && off <= room && x->size <= room - off) continue;
+    grt__replay_set_error(r,
+                          "rebuilding the start: expandable range 0x%llx (+%llu) of stream %llu is not whole %llu-byte "
+                          "pages inside one %llu-byte reservation from 0x%llx",
+                          (unsigned long long)x->addr, (unsigned long long)x->size, (unsigned long long)g->stream,
+                          (unsigned long long)page, (unsigned long long)room, (unsigned long long)g->lo);
+    return GRT_ERR_PARSE;
+  }
+  return GRT_OK;
+}
+
 /* Reserves every recorded reservation in the model, maps its start runs, and
  * notes its translation. */
 static grt_status import_group(grt_replay *r, const group *g, grt__replay_ranges *runs, size_t from) {
+  grt_status st = runs_fit(r, g, runs, from);
+  if (st) return st;
   grt_devptr va;
-  grt_status st = grt__alloc_expandable_reservation(r->alloc, g->stream, g->is_large, true, &va);
+  st = grt__alloc_expandable_reservation(r->alloc, g->stream, g->is_large, true, &va);
   if (st) {
     grt__replay_set_error(r, "rebuilding the start: reserving the %s pool's range of stream %llu: %s",
                           g->is_large ? "large" : "small", (unsigned long long)g->stream, grt_status_str(st));
