@@ -121,7 +121,7 @@ static void test_kernel_shapes(void **state) {
 static void test_mig_isolation(void **state) {
   (void)state;
   grt_gpu_config g = gpu(GRT_SHARE_MIG, 200 * MS);
-  grt_tenant_config a = inference(2000), idle = busy("idle", 1, 1), load = busy("train", 50 * MS * 50, 50);
+  grt_tenant_config a = inference(2000), idle = inference(1), load = busy("train", 50 * MS * 50, 50);
   a.mig_sms = 50, a.mig_memory = 512ull << 20;
   idle.mig_sms = load.mig_sms = 50;
   idle.mig_memory = load.mig_memory = 512ull << 20;

@@ -199,8 +199,8 @@ static grt_status import_group(grt_replay *r, const group *g, grt__replay_ranges
     const grt__replay_range *x = &runs->v[i];
     st = grt__alloc_import_expandable(r->alloc, g->stream, g->is_large, x->addr - g->lo, x->size, &va);
     if (st)
-      grt__replay_set_error(r, "rebuilding the start: expandable range 0x%llx (+%llu): %s",
-                            (unsigned long long)x->addr, (unsigned long long)x->size, grt_status_str(st));
+      grt__replay_set_error(r, "rebuilding the start: expandable range 0x%llx (+%llu): %s", (unsigned long long)x->addr,
+                            (unsigned long long)x->size, grt_status_str(st));
   }
   return st;
 }

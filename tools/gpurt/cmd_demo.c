@@ -19,6 +19,7 @@ static const demo demos[] = {
      grt_demo_staging},
     {"graphs", "decode step eager vs graph replay, one graph per batch bucket", grt_demo_graphs},
     {"priority", "high-priority stream latency under low-priority load, with/without priorities", grt_demo_priority},
+    {"tenants", "tail latency of GPU sharing: time slicing, MPS and MIG; N tenants", grt_demo_tenants},
     {NULL, NULL, NULL},
 };
 

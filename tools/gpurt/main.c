@@ -25,6 +25,8 @@ static const grt_cli_command commands[] = {
     {"report", "one self-contained HTML page of a snapshot: timeline, state at any event, doctor", grt_cmd_report},
     {"load", "safetensors weights to the device: io_uring, O_DIRECT, pinned staging (and mmap, naive)",
      grt_cmd_load},
+    {"tenants", "tenants sharing one GPU (time slicing, MPS, MIG): latency, refusals, interference",
+     grt_cmd_tenants},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
