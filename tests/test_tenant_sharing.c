@@ -215,6 +215,35 @@ static void test_memory_limits(void **state) {
   assert_int_equal(grt_tenant_sim_destroy(sim), GRT_OK);
 }
 
+/* MPS priorities: a hint by default (a high-priority kernel waits for SMs
+ * to free, here behind 10 ms training kernels); with preempt_ns it stops
+ * them and starts that much later, so no request takes more than its
+ * 100 us kernel plus the 20 us preemption. */
+static void test_mps_priority_preemption(void **state) {
+  (void)state;
+  for (int preempt = 0; preempt <= 1; preempt++) {
+    grt_gpu_config g = gpu(GRT_SHARE_MPS, 200 * MS);
+    g.preempt_ns = preempt ? 20000 : 0;
+    grt_tenant_config hi = inference(100), lo = busy("train", 10 * MS * S, S);
+    hi.n_kernels = 1;
+    hi.kernels[0] = (grt_tenant_kernel){50 * 100000, 50, -1}; /* 100 us on 50 SMs */
+    hi.priority = 1;
+    grt_tenant_sim *sim = make(&g, &lo, &hi);
+    grt_tenant_stats h = stats_of(sim, 1), l = stats_of(sim, 0);
+    assert_true(h.completed > 5);
+    assert_int_equal(h.preemptions, 0);
+    if (preempt) {
+      assert_true(l.preemptions > 0);
+      assert_int_equal(h.max_ns, 100000 + 20000);
+      assert_true(h.p50_ns >= 100000);
+    } else {
+      assert_int_equal(l.preemptions, 0);
+      assert_true(h.max_ns > MS); /* behind a running 10 ms kernel */
+    }
+    assert_int_equal(grt_tenant_sim_destroy(sim), GRT_OK);
+  }
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   grt_gpu_config g = gpu(GRT_SHARE_MIG, MS);
@@ -255,9 +284,13 @@ static void test_bad_input(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_time_slicing_turns), cmocka_unit_test(test_kernel_shapes),
-      cmocka_unit_test(test_mig_isolation),      cmocka_unit_test(test_mps_cap),
-      cmocka_unit_test(test_fault_scope),        cmocka_unit_test(test_memory_limits),
+      cmocka_unit_test(test_time_slicing_turns),
+      cmocka_unit_test(test_kernel_shapes),
+      cmocka_unit_test(test_mig_isolation),
+      cmocka_unit_test(test_mps_cap),
+      cmocka_unit_test(test_fault_scope),
+      cmocka_unit_test(test_memory_limits),
+      cmocka_unit_test(test_mps_priority_preemption),
       cmocka_unit_test(test_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

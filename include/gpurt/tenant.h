@@ -42,6 +42,10 @@ typedef struct grt_gpu_config {
   grt_share_mode mode;
   uint64_t timeslice_ns; /* time slicing: how long a context runs while others wait (default 2 ms) */
   uint64_t switch_ns;    /* time slicing: a context switch, the GPU idle meanwhile (default 40 us) */
+  uint64_t preempt_ns;   /* MPS: 0 = priorities never preempt running kernels (CUDA's stream
+                            priorities); else a ready kernel of a higher-priority tenant that finds
+                            no free SM stops lower-priority kernels and starts this much later
+                            (the save/restore), as REEF- or GPreempt-style systems do */
   uint64_t horizon_ns;   /* arrivals stop here; work in flight then completes */
   uint64_t seed;         /* the arrival processes' seed */
   int record_timeline;   /* keep every kernel slice for grt_tenant_sim_write_timeline */
@@ -78,6 +82,7 @@ typedef struct grt_tenant_config {
   uint64_t static_bytes;  /* allocated when the tenant starts (weights), 0 = none */
   uint64_t request_bytes; /* allocated by each request while it runs (activations), 0 = none */
   uint64_t fault_at_ns;   /* a fatal fault in one of its kernels at this time, 0 = never */
+  int32_t priority;       /* MPS: higher goes first when SMs free (and preempts, with preempt_ns) */
   uint32_t max_queued;    /* requests waiting or running beyond which arrivals are dropped (0: 65536) */
 } grt_tenant_config;
 
@@ -97,7 +102,7 @@ typedef struct grt_tenant_stats {
   uint64_t kernels;      /* kernels completed */
   uint64_t sm_ns;        /* SM-nanoseconds its kernels held SMs */
   uint32_t max_sms_held; /* the most SMs it held at one time */
-  uint64_t preemptions;  /* time slicing: its kernels stopped at a switch and resumed later */
+  uint64_t preemptions;  /* its kernels stopped early (a context switch, a higher priority) and resumed later */
 } grt_tenant_stats;
 
 typedef struct grt_gpu_stats {

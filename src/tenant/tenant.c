@@ -55,8 +55,8 @@ static grt_status gpu_check(const grt_gpu_config *c, char *err, size_t n) {
     why = "mode must be time slicing, MPS or MIG";
   else if (c->mode == GRT_SHARE_TIME_SLICE && !c->timeslice_ns)
     why = "timeslice_ns must be > 0";
-  else if (c->timeslice_ns > MAX_HORIZON_NS || c->switch_ns > MAX_HORIZON_NS)
-    why = "timeslice_ns / switch_ns too large";
+  else if (c->timeslice_ns > MAX_HORIZON_NS || c->switch_ns > MAX_HORIZON_NS || c->preempt_ns > MAX_HORIZON_NS)
+    why = "timeslice_ns / switch_ns / preempt_ns too large";
   else if (!c->horizon_ns || c->horizon_ns > MAX_HORIZON_NS)
     why = "horizon_ns must be 1 ns .. 1000 h";
   if (!why) return GRT_OK;

@@ -176,23 +176,24 @@ static grt_status next_arrival(grt_tenant_sim *sim, uint32_t tenant) {
 
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
-static grt_status start(grt_tenant_sim *sim, grt__tenant *t, uint32_t g) {
+/* delay: the SMs are held from now, the work starts after it (a preemption's cost). */
+static grt_status start(grt_tenant_sim *sim, grt__tenant *t, uint32_t g, uint64_t delay) {
   uint32_t i = t->head;
   grt__tkernel *k = &sim->k[i];
   t->head = k->next;
   if (t->head == GRT__NONE) t->tail = GRT__NONE;
-  k->running = true, k->sms = g, k->start_ns = sim->now;
+  k->running = true, k->sms = g, k->start_ns = sim->now + delay;
   t->held += g, t->running++;
   sim->pool_free[t->pool] -= g;
   if (t->held > t->st.max_sms_held) t->st.max_sms_held = t->held;
-  return push(sim, sim->now + ceil_div(k->work_left, g), GRT__EV_KERNEL_END, i, k->gen);
+  return push(sim, k->start_ns + ceil_div(k->work_left, g), GRT__EV_KERNEL_END, i, k->gen);
 }
 
 /* Takes a running kernel off its SMs, crediting the work it did. */
 static grt_status stop(grt_tenant_sim *sim, uint32_t i) {
   grt__tkernel *k = &sim->k[i];
   grt__tenant *t = sim->t[k->tenant];
-  uint64_t ran = sim->now - k->start_ns, done = ran * k->sms;
+  uint64_t ran = sim->now > k->start_ns ? sim->now - k->start_ns : 0, done = ran * k->sms;
   t->st.sm_ns += done;
   k->work_left = done >= k->work_left ? 0 : k->work_left - done;
   t->held -= k->sms, t->running--;
@@ -200,7 +201,7 @@ static grt_status stop(grt_tenant_sim *sim, uint32_t i) {
   if (sim->now > sim->gs.end_ns) sim->gs.end_ns = sim->now;
   k->running = false;
   k->gen++;
-  return sim->cfg.record_timeline ? grt__tenant_log_slice(sim, k, sim->now) : GRT_OK;
+  return sim->cfg.record_timeline && ran ? grt__tenant_log_slice(sim, k, sim->now) : GRT_OK;
 }
 
 static grt_status finish_request(grt_tenant_sim *sim, uint32_t tenant, uint32_t r) {
@@ -301,20 +302,60 @@ static bool eligible(const grt_tenant_sim *sim, uint32_t c) {
   return sim->cfg.mode != GRT_SHARE_TIME_SLICE || c == sim->active;
 }
 
+/* Who goes first: the higher priority, then the oldest ready kernel. */
+static bool goes_before(const grt_tenant_sim *sim, uint32_t a, uint32_t b) {
+  const grt__tenant *x = sim->t[a], *y = sim->t[b];
+  if (x->cfg.priority != y->cfg.priority) return x->cfg.priority > y->cfg.priority;
+  return sim->k[x->head].ready_ns < sim->k[y->head].ready_ns;
+}
+
+/* A tenant whose head kernel could start but for a free SM (MPS with preempt_ns). */
+static bool starved(const grt_tenant_sim *sim, uint32_t c) {
+  const grt__tenant *t = sim->t[c];
+  return !t->dead && t->head != GRT__NONE && t->held < t->cap && !sim->pool_free[t->pool];
+}
+
+/* Stops lower-priority kernels, the latest started first, until tenant c's
+ * head kernel has the SMs it can use; returns the SMs freed. */
+static uint32_t preempt_for(grt_tenant_sim *sim, uint32_t c, grt_status *st) {
+  grt__tenant *t = sim->t[c];
+  uint32_t want = t->cfg.kernels[sim->k[t->head].idx].max_sms, room = t->cap - t->held, freed = 0;
+  if (want > room) want = room;
+  while (!*st && freed < want) {
+    uint32_t victim = GRT__NONE;
+    for (uint32_t i = 0; i < sim->n_k; i++) {
+      const grt__tkernel *k = &sim->k[i];
+      if (k->running && sim->t[k->tenant]->cfg.priority < t->cfg.priority &&
+          (victim == GRT__NONE || k->start_ns > sim->k[victim].start_ns))
+        victim = i;
+    }
+    if (victim == GRT__NONE) break;
+    grt__tenant *v = sim->t[sim->k[victim].tenant];
+    freed += sim->k[victim].sms;
+    v->st.preemptions++;
+    if (!(*st = stop(sim, victim))) enqueue(sim, v, victim, true);
+  }
+  return freed;
+}
+
 static grt_status dispatch(grt_tenant_sim *sim) {
   grt_status st = sim->cfg.mode == GRT_SHARE_TIME_SLICE ? time_slice_settle(sim) : GRT_OK;
+  bool preempting = sim->cfg.mode == GRT_SHARE_MPS && sim->cfg.preempt_ns;
   while (!st) {
-    uint32_t best = GRT__NONE;
-    for (uint32_t c = 0; c < sim->n; c++)
-      if (eligible(sim, c) &&
-          (best == GRT__NONE || sim->k[sim->t[c]->head].ready_ns < sim->k[sim->t[best]->head].ready_ns))
-        best = c;
-    if (best == GRT__NONE) break;
+    uint32_t best = GRT__NONE, blocked = GRT__NONE;
+    for (uint32_t c = 0; c < sim->n; c++) {
+      if (eligible(sim, c) && (best == GRT__NONE || goes_before(sim, c, best))) best = c;
+      if (preempting && starved(sim, c) && (blocked == GRT__NONE || goes_before(sim, c, blocked))) blocked = c;
+    }
+    uint64_t delay = 0;
+    if (best == GRT__NONE && blocked != GRT__NONE && preempt_for(sim, blocked, &st))
+      best = blocked, delay = sim->cfg.preempt_ns;
+    if (st || best == GRT__NONE) break;
     grt__tenant *t = sim->t[best];
     uint32_t g = t->cfg.kernels[sim->k[t->head].idx].max_sms, room = t->cap - t->held;
     if (g > room) g = room;
     if (g > sim->pool_free[t->pool]) g = sim->pool_free[t->pool];
-    st = start(sim, t, g);
+    st = start(sim, t, g, delay);
   }
   return st;
 }

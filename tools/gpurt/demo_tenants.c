@@ -120,6 +120,14 @@ static int colocated(const opts *o, uint64_t *alone_p99) {
     if (run(o, slug, &m, &r)) return 1;
     row("MPS", set, &r, *alone_p99, secs);
   }
+  for (int preempt = 0; preempt <= 1; preempt++) { /* infer at a higher priority, both at 100% */
+    m = base_mix(o, GRT_SHARE_MPS);
+    m.gpu.preempt_ns = preempt ? 40000 : 0;
+    m.t[0] = infer(o->rate), m.t[1] = train(), m.n = 2;
+    m.t[0].priority = 1;
+    if (run(o, preempt ? "mps-priority-preempt" : "mps-priority", &m, &r)) return 1;
+    row("MPS", preempt ? "priority, 40 us preempt" : "priority, no preemption", &r, *alone_p99, secs);
+  }
   static const uint32_t sevenths[] = {2, 3, 4};
   for (size_t i = 0; i < 3; i++) {
     m = base_mix(o, GRT_SHARE_MIG);

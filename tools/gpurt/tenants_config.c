@@ -112,6 +112,8 @@ static int gpu_word(reader *r, const char *k, const char *v) {
     ok = time_of(v, &g->timeslice_ns);
   else if (!strcmp(k, "switch"))
     ok = time_of(v, &g->switch_ns);
+  else if (!strcmp(k, "preempt"))
+    ok = time_of(v, &g->preempt_ns);
   else if (!strcmp(k, "horizon"))
     ok = time_of(v, &g->horizon_ns);
   else if (!strcmp(k, "seed"))
@@ -127,7 +129,7 @@ static int gpu_word(reader *r, const char *k, const char *v) {
     else
       return bad(r, "mode=%s: want time-slice, mps or mig", v);
   } else
-    return bad(r, "gpu: unknown key '%s' (sms, memory, mode, timeslice, switch, horizon, seed)", k);
+    return bad(r, "gpu: unknown key '%s' (sms, memory, mode, timeslice, switch, preempt, horizon, seed)", k);
   return ok ? 0 : bad(r, "gpu: %s=%s is not a valid value", k, v);
 }
 
@@ -164,10 +166,14 @@ static int tenant_word(reader *r, grt_tenant_config *t, const char *k, const cha
     ok = time_of(v, &t->fault_at_ns);
   else if (!strcmp(k, "max_queued"))
     ok = u32_of(v, &t->max_queued);
-  else
+  else if (!strcmp(k, "priority")) {
+    uint32_t p = 0;
+    ok = u32_of(v, &p) && p <= 1000;
+    t->priority = (int32_t)p;
+  } else
     return bad(r,
                "tenant: unknown key '%s' (name, arrival, rate, concurrency, percent, mig_sms, mig_memory, limit, "
-               "static, request, fault_at, max_queued)",
+               "static, request, fault_at, max_queued, priority)",
                k);
   return ok ? 0 : bad(r, "tenant: %s=%s is not a valid value", k, v);
 }
