@@ -163,14 +163,26 @@ static grt_status start_runs(group *g, grt__replay_ranges *out) {
 }
 
 /* A snapshot can describe mapped pages that no reservation could hold: not
- * whole pages from the group's base, or past the end of one reservation.
- * That is the trace contradicting itself (GRT_ERR_PARSE), checked before
- * anything is reserved. */
+ * whole pages from the group's base, past the end of one reservation, or
+ * already in another group's reservation. That is the trace contradicting
+ * itself (GRT_ERR_PARSE), checked before anything is reserved. */
 static grt_status runs_fit(grt_replay *r, const group *g, const grt__replay_ranges *runs, size_t from) {
   uint64_t page = page_of(g->is_large), room = reservation_size(r, g->is_large);
   for (size_t i = from; i < runs->n; i++) {
     const grt__replay_range *x = &runs->v[i];
     uint64_t off = x->addr - g->lo;
+    for (size_t k = 0; k < from; k++) { /* the groups before: one page in two reservations */
+      const grt__replay_range *y = &runs->v[k];
+      if (x->addr < y->addr + y->size && y->addr < x->addr + x->size) {
+        grt__replay_set_error(r,
+                              "rebuilding the start: expandable range 0x%llx (+%llu) of the %s pool of stream %llu "
+                              "overlaps 0x%llx (+%llu) of the %s pool of stream %llu",
+                              (unsigned long long)x->addr, (unsigned long long)x->size, g->is_large ? "large" : "small",
+                              (unsigned long long)g->stream, (unsigned long long)y->addr, (unsigned long long)y->size,
+                              y->is_large ? "large" : "small", (unsigned long long)y->stream);
+        return GRT_ERR_PARSE;
+      }
+    }
     if (off % page == 0 && x->size % page == 0 && off <= room && x->size <= room - off) continue;
     grt__replay_set_error(r,
                           "rebuilding the start: expandable range 0x%llx (+%llu) of stream %llu is not whole %llu-byte "
