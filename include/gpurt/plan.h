@@ -24,7 +24,8 @@
  * lower, an alignment that is not a power of two, an id used twice, or (the
  * checker) a placement that breaks a rule. GRT_ERR_SIZE: a size of 0, more
  * than 2^32-1 buffers, or sizes and alignments whose sum does not fit in
- * 2^63 (so no offset or heap can overflow). GRT_ERR_NOMEM: host memory ran
+ * 2^63 (so no offset or heap can overflow), or (grt_plan_solve) more than 2^24 pairs of
+ * buffers live at the same time (its conflict lists would pass 128 MiB). GRT_ERR_NOMEM: host memory ran
  * out; nothing leaks.
  *
  * Thread safety: no state is shared between calls; any number of threads
