@@ -302,7 +302,7 @@ static grt_status solve(search *s, const grt_plan_config *cfg, char *err, size_t
   grt_status st = GRT_ERR_NOMEM;
   keyed *tmp = malloc((s->n ? s->n : 1) * sizeof *tmp);
   s->scratch = malloc((s->g->max_degree ? s->g->max_degree : 1) * sizeof *s->scratch);
-  bool ok = state_alloc(&s->cur, s->n) & state_alloc(&s->cand, s->n) & state_alloc(&s->best, s->n);
+  bool ok = state_alloc(&s->cur, s->n) && state_alloc(&s->cand, s->n) && state_alloc(&s->best, s->n);
   if (tmp && s->scratch && ok) {
     grt__rng_seed(&s->rng, cfg->seed);
     s->deadline = cfg->budget_ms ? now() + (double)cfg->budget_ms / 1e3 : 0;
