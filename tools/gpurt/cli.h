@@ -26,6 +26,7 @@ int grt_cmd_diff(int argc, char **argv);
 int grt_cmd_report(int argc, char **argv);
 int grt_cmd_load(int argc, char **argv);
 int grt_cmd_tenants(int argc, char **argv);
+int grt_cmd_plan(int argc, char **argv);
 /* Writes a loaded snapshot's page to out (grt_doctor_page_save; `examined`
  * may be NULL), printing "report: OUT" on say. 0 or the exit status, after
  * a message naming cmd. */

@@ -23,6 +23,7 @@ static const grt_cli_command commands[] = {
     {"diff", "two snapshots before and after a change: figures, sites, segments", grt_cmd_diff},
     {"whatif", "a snapshot replayed under every PYTORCH_CUDA_ALLOC_CONF worth trying", grt_cmd_whatif},
     {"report", "one self-contained HTML page of a snapshot: timeline, state at any event, doctor", grt_cmd_report},
+    {"plan", "place a trace's buffers offline, every lifetime known: heap needed / peak live", grt_cmd_plan},
     {"load", "safetensors weights to the device: io_uring, O_DIRECT, pinned staging (and mmap, naive)",
      grt_cmd_load},
     {"tenants", "tenants sharing one GPU (time slicing, MPS, MIG): latency, refusals, interference",
