@@ -48,17 +48,21 @@ grt_status grt_plan_peak_live(const grt_plan_buffer *bufs, size_t n, uint64_t *p
     if (err && err_size) snprintf(err, err_size, "peak is NULL");
     return GRT_ERR_INVALID_ARG;
   }
-  grt_status st = grt__plan_validate(bufs, n, err, err_size);
-  if (st) return st;
   grt__plan_step *ev = NULL;
-  st = grt__plan_steps(bufs, n, &ev);
-  if (st) {
-    if (err && err_size) snprintf(err, err_size, "no host memory to sort %zu buffers' steps", n);
-    return st;
-  }
+  grt_status st = grt__plan_validated_steps(bufs, n, &ev, err, err_size);
+  if (st) return st;
   uint64_t at = 0;
   *peak = grt__plan_peak(bufs, ev, n, &at);
   if (step) *step = at;
   free(ev);
   return GRT_OK;
+}
+
+grt_status grt__plan_validated_steps(const grt_plan_buffer *bufs, size_t n, grt__plan_step **out, char *err,
+                                     size_t err_size) {
+  grt_status st = grt__plan_validate(bufs, n, err, err_size);
+  if (st) return st;
+  st = grt__plan_steps(bufs, n, out);
+  if (st && err && err_size) snprintf(err, err_size, "no host memory to sort %zu buffers' steps", n);
+  return st;
 }

@@ -43,6 +43,9 @@ typedef struct grt__plan_step {
 /* The 2n lifetime ends of valid buffers in step order (ties: frees, then by
  * index), malloc'd into *out. */
 grt_status grt__plan_steps(const grt_plan_buffer *bufs, size_t n, grt__plan_step **out);
+/* grt__plan_validate, then grt__plan_steps; a failure's message in err. */
+grt_status grt__plan_validated_steps(const grt_plan_buffer *bufs, size_t n, grt__plan_step **out, char *err,
+                                     size_t err_size);
 
 /* The peak live bytes over the sorted ends ev[0..2n), and its first step. */
 uint64_t grt__plan_peak(const grt_plan_buffer *bufs, const grt__plan_step *ev, size_t n, uint64_t *at);

@@ -332,14 +332,9 @@ grt_status grt_plan_solve(const grt_plan_buffer *bufs, size_t n, const grt_plan_
   grt_plan_config defaults;
   grt_plan_config_default(&defaults);
   if (!cfg) cfg = &defaults;
-  grt_status st = grt__plan_validate(bufs, n, err, err_size);
-  if (st) return st;
   grt__plan_step *ev = NULL;
-  st = grt__plan_steps(bufs, n, &ev);
-  if (st) {
-    if (err && err_size) snprintf(err, err_size, "no host memory to sort %zu buffers' steps", n);
-    return st;
-  }
+  grt_status st = grt__plan_validated_steps(bufs, n, &ev, err, err_size);
+  if (st) return st;
   search s = {.bufs = bufs, .n = n, .lower_bound = grt__plan_peak(bufs, ev, n, NULL)};
   grt__plan_graph g;
   st = grt__plan_graph_build(n, ev, &g, err, err_size);
