@@ -280,6 +280,22 @@ static void test_bad_input(void **state) {
   assert_int_equal(grt_tenant_sim_write_timeline(sim, stderr), GRT_ERR_STATE); /* not recorded */
   assert_int_equal(grt_tenant_sim_destroy(sim), GRT_OK);
   assert_int_equal(grt_tenant_sim_destroy(NULL), GRT_OK);
+
+  /* a runaway mix (1 ns kernels for an hour) stops at max_events, with stats so far */
+  g = gpu(GRT_SHARE_TIME_SLICE, 3600ull * 1000 * MS);
+  g.max_events = 100000;
+  assert_int_equal(grt_tenant_sim_create(&g, &sim), GRT_OK);
+  c = busy("tiny", 1, 1);
+  assert_int_equal(grt_tenant_sim_add(sim, &c, NULL), GRT_OK);
+  assert_int_equal(grt_tenant_sim_run(sim), GRT_ERR_SIZE);
+  assert_int_equal(grt_tenant_sim_last_error(sim, err, sizeof err), GRT_OK);
+  assert_non_null(strstr(err, "max_events (100000)"));
+  grt_gpu_stats gs;
+  assert_int_equal(grt_tenant_sim_gpu_stats(sim, &gs), GRT_OK);
+  assert_int_equal(gs.events, 100000);
+  assert_int_equal(grt_tenant_sim_stats(sim, 0, &s), GRT_OK);
+  assert_true(s.completed > 0 && s.completed < 100000);
+  assert_int_equal(grt_tenant_sim_destroy(sim), GRT_OK);
 }
 
 int main(void) {

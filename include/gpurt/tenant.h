@@ -49,6 +49,10 @@ typedef struct grt_gpu_config {
   uint64_t horizon_ns;   /* arrivals stop here; work in flight then completes */
   uint64_t seed;         /* the arrival processes' seed */
   int record_timeline;   /* keep every kernel slice for grt_tenant_sim_write_timeline */
+  uint64_t max_events;   /* the run stops (GRT_ERR_SIZE) past this many events; 0 = 2^32: a mix
+                            of nanosecond kernels over hours would otherwise run for days */
+  void (*on_progress)(void *ctx, uint64_t now_ns); /* every 65536 events, may be NULL */
+  void *progress_ctx;
 } grt_gpu_config;
 
 /* 132 SMs, 141 GB, time slicing at 2 ms with a 40 us switch, 1 s, seed 1. */

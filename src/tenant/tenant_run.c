@@ -443,10 +443,19 @@ grt_status grt_tenant_sim_run(grt_tenant_sim *sim) {
     sim->pool_free[p] = sim->cfg.mode == GRT_SHARE_MIG ? (p < sim->n ? sim->t[p]->cfg.mig_sms : 0) : sim->cfg.sms;
   grt_status st = grt__tenant_memory_setup(sim);
   if (!st) st = seed_events(sim);
+  uint64_t max_events = sim->cfg.max_events ? sim->cfg.max_events : (uint64_t)1 << 32;
   while (!st && sim->n_heap) {
+    if (sim->gs.events == max_events) {
+      grt__tenant_finish_stats(sim);
+      return grt__tenant_fail(sim, GRT_ERR_SIZE,
+                              "the simulation reached max_events (%llu) at %llu ns of %llu: longer kernels or a "
+                              "shorter horizon, or raise max_events",
+                              (unsigned long long)max_events, (unsigned long long)sim->now,
+                              (unsigned long long)sim->cfg.horizon_ns);
+    }
     grt__tevent e = pop(sim);
     sim->now = e.t;
-    sim->gs.events++;
+    if (++sim->gs.events % 65536 == 0 && sim->cfg.on_progress) sim->cfg.on_progress(sim->cfg.progress_ctx, sim->now);
     st = handle(sim, &e);
     /* every event of one instant first, then one dispatch for all of them */
     if (!st && (!sim->n_heap || sim->heap[0].t != sim->now)) st = dispatch(sim);

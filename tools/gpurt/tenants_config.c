@@ -114,6 +114,8 @@ static int gpu_word(reader *r, const char *k, const char *v) {
     ok = time_of(v, &g->switch_ns);
   else if (!strcmp(k, "preempt"))
     ok = time_of(v, &g->preempt_ns);
+  else if (!strcmp(k, "max_events"))
+    ok = size_of(v, &g->max_events);
   else if (!strcmp(k, "horizon"))
     ok = time_of(v, &g->horizon_ns);
   else if (!strcmp(k, "seed"))
@@ -129,7 +131,8 @@ static int gpu_word(reader *r, const char *k, const char *v) {
     else
       return bad(r, "mode=%s: want time-slice, mps or mig", v);
   } else
-    return bad(r, "gpu: unknown key '%s' (sms, memory, mode, timeslice, switch, preempt, horizon, seed)", k);
+    return bad(r, "gpu: unknown key '%s' (sms, memory, mode, timeslice, switch, preempt, horizon, seed, max_events)",
+               k);
   return ok ? 0 : bad(r, "gpu: %s=%s is not a valid value", k, v);
 }
 
