@@ -88,7 +88,6 @@ struct grt_tenant_sim {
   uint32_t active, last_active; /* GRT__NONE: no context on the GPU */
   bool switching;
   uint32_t slice_gen;
-  uint64_t req_seq;
   grt__slice *slices;
   size_t n_slices, cap_slices;
   uint64_t *switch_log; /* switch start times, for the timeline */

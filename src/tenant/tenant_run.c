@@ -252,21 +252,16 @@ static grt_status load_context(grt_tenant_sim *sim, uint32_t c) {
 }
 
 /* Switches the active context out: its running kernels stop and go back to
- * the front of its queue, in the order they were running. */
+ * the front of its queue (walked from the last slot down, so the kernels
+ * keep their slot order). */
 static grt_status switch_out(grt_tenant_sim *sim) {
   grt__tenant *t = sim->t[sim->active];
   grt_status st = GRT_OK;
-  uint32_t stopped[256], n = 0;
-  for (uint32_t i = 0; i < sim->n_k && t->running && !st; i++)
-    if (sim->k[i].running && sim->k[i].tenant == sim->active) {
-      if ((st = stop(sim, i))) break;
+  for (uint32_t i = sim->n_k; i-- > 0 && t->running && !st;)
+    if (sim->k[i].running && sim->k[i].tenant == sim->active && !(st = stop(sim, i))) {
       t->st.preemptions++;
-      if (n < 256)
-        stopped[n++] = i;
-      else
-        enqueue(sim, t, i, true);
+      enqueue(sim, t, i, true);
     }
-  while (n) enqueue(sim, t, stopped[--n], true); /* the first stopped ends up first */
   sim->active = GRT__NONE;
   return st;
 }
