@@ -27,6 +27,7 @@
 
 #include "base/rng.h"
 #include "base/u64map.h"
+#include "exec/kop.h"
 #include "exec/observe.h"
 #include "gpurt/exec.h"
 

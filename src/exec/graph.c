@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/graph_impl.h"
+#include "exec/fusion_impl.h"
 
 bool grt__graph_idx_push(grt__idxvec *v, uint32_t x) {
   for (uint32_t i = 0; i < v->n; i++)
@@ -55,6 +55,7 @@ void grt__graph_free_nodes(grt_graph *g, grt__gblock **batch) {
   for (uint32_t i = 0; i < g->n; i++) {
     grt__gnode *nd = &g->nodes[i];
     free(nd->deps);
+    if (nd->proto.kind == GRT__OP_KERNEL) grt__kop_body_free(nd->proto.u.call.fn, nd->proto.u.call.arg);
     if (nd->h) nd->h->destroyed = true;
     if (nd->child) {
       grt__graph_free_nodes(nd->child, batch);
@@ -100,9 +101,16 @@ bool grt__graph_add_node_deps(grt_graph *g, const grt__op *proto, uint8_t type, 
   uint32_t *d = NULL;
   if (n && !(d = malloc(n * sizeof *d))) return false;
   if (n) memcpy(d, deps, n * sizeof *d);
+  void *own = NULL;
+  if (proto->kind == GRT__OP_KERNEL && grt__kop_is_body(proto->u.call.fn) &&
+      !(own = grt__kop_body_dup(proto->u.call.fn, proto->u.call.arg))) {
+    free(d);
+    return false;
+  }
   grt__gnode *nd = &g->nodes[g->n];
   memset(nd, 0, sizeof *nd);
   nd->proto = *proto;
+  if (own) nd->proto.u.call.arg = own;
   nd->proto.next = nd->proto.rnext = NULL;
   nd->proto.deps = NULL;
   nd->proto.ndeps = nd->proto.next_dep = 0;
@@ -174,8 +182,28 @@ grt_status grt_graph_edge_count(grt_graph *g, size_t *out) {
   return GRT_OK;
 }
 
-grt_status grt_graph_instantiate(grt_graph *g, grt_graph_exec **out) {
-  if (!out) return GRT_ERR_INVALID_ARG;
+grt_status grt_graph_instantiate(grt_graph *g, grt_graph_exec **out) { return grt_graph_instantiate_ex(g, NULL, out); }
+
+/* Lock held: ge's body and memory nodes from g, fused when params ask. */
+static grt_status build_exec(grt_graph_exec *ge, grt_graph *g, const grt_graph_instantiate_params *params,
+                             grt__gbody **body) {
+  grt_graph view = *g;
+  grt_status st = GRT_OK;
+  ge->fused = params && (params->flags & GRT_GRAPH_INSTANTIATE_FUSE);
+  if (ge->fused) st = grt__fuse_plan(g, params->max_group, &view, &ge->fsum, &ge->fent);
+  else grt__fuse_plan_none(g, &ge->fsum);
+  if (!st && !(*body = grt__graph_body_build(&view))) st = GRT_ERR_NOMEM;
+  if (!st) st = grt__graph_mem_snapshot(ge, &view);
+  if (view.nodes != g->nodes) grt__fuse_view_free(&view);
+  if (st) {
+    free(ge->fent);
+    ge->fent = NULL;
+  }
+  return st;
+}
+
+grt_status grt_graph_instantiate_ex(grt_graph *g, const grt_graph_instantiate_params *params, grt_graph_exec **out) {
+  if (!out || (params && (params->flags & ~GRT_GRAPH_INSTANTIATE_FUSE))) return GRT_ERR_INVALID_ARG;
   *out = NULL;
   grt_status st = grt__graph_lock(g);
   if (st) return st;
@@ -184,8 +212,8 @@ grt_status grt_graph_instantiate(grt_graph *g, grt_graph_exec **out) {
   grt__gbody *body = NULL;
   if (exec->error) st = exec->error;
   else if (g->n_mem && g->live_exec) st = GRT_ERR_BUSY;
-  else if (!(ge = calloc(1, sizeof *ge)) || !(body = grt__graph_body_build(g))) st = GRT_ERR_NOMEM;
-  else st = grt__graph_mem_snapshot(ge, g);
+  else if (!(ge = calloc(1, sizeof *ge))) st = GRT_ERR_NOMEM;
+  else st = build_exec(ge, g, params, &body);
   if (st) {
     grt__graph_body_free(body);
     free(ge);
@@ -228,6 +256,8 @@ grt_status grt_graph_exec_destroy(grt_graph_exec *ge) {
   }
   ge->destroyed = true;
   exec->live_gexecs--;
+  free(ge->fent);
+  ge->fent = NULL;
   grt__graph_body_free(ge->body);
   ge->body = NULL;
   if (ge->src->live_exec == ge) ge->src->live_exec = NULL;
@@ -276,6 +306,7 @@ void grt__graph_free_all(grt_exec *exec) {
       grt__graph_body_free(b);
     }
     free(ge->mem);
+    free(ge->fent);
     free(ge);
   }
   for (grt_graph *g = exec->graphs, *n; g; g = n) {

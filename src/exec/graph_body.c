@@ -19,6 +19,8 @@
 
 void grt__graph_body_free(grt__gbody *b) {
   if (!b) return;
+  for (uint32_t i = 0; b->ops && i < b->n; i++)
+    if (b->ops[i].kind == GRT__OP_KERNEL) grt__kop_body_free(b->ops[i].u.call.fn, b->ops[i].u.call.arg);
   free(b->ops);
   free(b->type);
   free(b->origin);
@@ -62,6 +64,7 @@ typedef struct flat {
   uint32_t n;          /* flat nodes filled so far */
   uint32_t m, cap_m;   /* predecessors filled, room in b->preds */
   uint32_t cap_events; /* room in b->events */
+  bool oom;            /* a described kernel's copy could not be made */
 } flat;
 
 static uint32_t node_size(const grt__gnode *nd);
@@ -96,6 +99,11 @@ static uint32_t begin_node(flat *f, const grt__op *proto, uint8_t type, uint32_t
   grt__op *op = &b->ops[me];
   if (proto) {
     *op = *proto;
+    if (op->kind == GRT__OP_KERNEL && grt__kop_is_body(op->u.call.fn) &&
+        !(op->u.call.arg = grt__kop_body_dup(op->u.call.fn, proto->u.call.arg))) {
+      op->u.call.fn = NULL; /* nothing to free */
+      f->oom = true;
+    }
   } else { /* a child graph's entry or exit: no body, settles on the spot */
     memset(op, 0, sizeof *op);
     op->kind = GRT__OP_KERNEL;
@@ -104,6 +112,7 @@ static uint32_t begin_node(flat *f, const grt__op *proto, uint8_t type, uint32_t
   }
   op->deps = &op->inline_dep;
   op->gindex = me;
+  b->n = f->n; /* what body_free releases if the build fails */
   b->type[me] = type;
   b->origin[me] = top;
   b->pred_first[me] = f->m;
@@ -128,7 +137,7 @@ static bool flatten_node(flat *f, const grt_graph *g, uint32_t i, const uint32_t
   const grt__gnode *nd = &g->nodes[i];
   if (top == UINT32_MAX) top = i;
   uint32_t me = begin_node(f, nd->child ? NULL : &nd->proto, nd->type, top, nd->proto.name);
-  bool ok = nd->ndeps || entry == UINT32_MAX || push_pred(f, entry);
+  bool ok = !f->oom && (nd->ndeps || entry == UINT32_MAX || push_pred(f, entry));
   for (uint32_t k = 0; ok && k < nd->ndeps; k++) ok = push_pred(f, pos[nd->deps[k] + 1] - 1);
   if (ok && (nd->type == GRT_GRAPH_NODE_EVENT_RECORD || nd->type == GRT_GRAPH_NODE_WAIT_EVENT))
     ok = push_u32(&f->b->events, &f->b->n_events, &f->cap_events, me);
@@ -199,10 +208,9 @@ grt__gbody *grt__graph_body_build(const grt_graph *g) {
   b->type = malloc(k);
   b->origin = malloc(k * sizeof *b->origin);
   b->pred_first = calloc(n + 1, sizeof *b->pred_first);
-  flat f = {b, 0, 0, 0, 0};
+  flat f = {b, 0, 0, 0, 0, false};
   bool ok = b->ops && b->type && b->origin && b->pred_first && flatten(&f, g, UINT32_MAX, UINT32_MAX);
   if (ok) {
-    b->n = n;
     b->pred_first[n] = f.m;
     ok = alloc_arrays(b, n, f.m);
   }

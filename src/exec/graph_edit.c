@@ -241,17 +241,35 @@ static grt_status add_node(grt_graph *g, grt_graph_node *const *deps, size_t n, 
 
 static bool graph_ok(const grt_graph *g) { return g && g->magic == GRT__GRAPH_MAGIC; }
 
+static grt_status add_kernel(grt_graph *g, grt_graph_node *const *deps, size_t n_deps, const grt_kernel_desc *desc,
+                             const grt_kernel_op *kop, grt_graph_node **out);
+
 grt_status grt_graph_add_kernel_node(grt_graph *g, grt_graph_node *const *deps, size_t n_deps,
                                      const grt_kernel_desc *desc, grt_graph_node **out) {
+  return add_kernel(g, deps, n_deps, desc, NULL, out);
+}
+
+grt_status grt_graph_add_kernel_op_node(grt_graph *g, grt_graph_node *const *deps, size_t n_deps,
+                                        const grt_kernel_desc *desc, const grt_kernel_op *kop, grt_graph_node **out) {
+  return kop ? add_kernel(g, deps, n_deps, desc, kop, out) : GRT_ERR_INVALID_ARG;
+}
+
+static grt_status add_kernel(grt_graph *g, grt_graph_node *const *deps, size_t n_deps, const grt_kernel_desc *desc,
+                             const grt_kernel_op *kop, grt_graph_node **out) {
   if (!out || !desc || (desc->engine != GRT_ENGINE_COMPUTE && desc->engine != GRT_ENGINE_COPY_H2D &&
                         desc->engine != GRT_ENGINE_COPY_D2H))
     return GRT_ERR_INVALID_ARG;
+  grt__kop *k = NULL;
+  grt_status st = kop && graph_ok(g) ? grt__kop_from_desc(g->exec->device, desc, kop, &k) : GRT_OK;
+  if (st) return st;
   node_spec sp;
   spec_init(&sp, GRT_GRAPH_NODE_KERNEL, GRT__OP_KERNEL, (uint8_t)desc->engine, desc->name);
   sp.proto.duration_ns = desc->duration_ns;
-  sp.proto.u.call.fn = desc->fn;
-  sp.proto.u.call.arg = desc->arg;
-  return add_node(g, deps, n_deps, &sp, out);
+  sp.proto.u.call.fn = k ? grt__kop_run : desc->fn;
+  sp.proto.u.call.arg = k ? (void *)k : desc->arg;
+  st = add_node(g, deps, n_deps, &sp, out); /* the node keeps its own copy */
+  free(k);
+  return st;
 }
 
 grt_status grt_graph_add_host_node(grt_graph *g, grt_graph_node *const *deps, size_t n_deps, grt_host_fn fn,

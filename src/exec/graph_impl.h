@@ -131,6 +131,9 @@ struct grt_graph_exec {
   uint32_t n_mem;
   uint64_t pool_bytes; /* the blocks of its allocation nodes */
   grt_graph *src;      /* the graph it was made from (zombie-safe) */
+  bool fused;          /* made by the fusion pass: no update */
+  grt_fusion_summary fsum;
+  grt_fusion_entry *fent; /* fsum.entries */
   unsigned inflight;   /* launches issued, not finished */
   grt_stream *last_stream; /* the previous launch: (stream, seq, uid) */
   uint64_t last_seq, last_uid;

@@ -95,6 +95,10 @@ static void install(grt_graph_exec *ge, grt__gbody *nb) {
 /* Lock held, g valid and of ge's exec: the update, or why not into *info. */
 static grt_status update(grt_graph_exec *ge, grt_graph *g, grt_graph_update_info *info) {
   grt__gbody *nb = NULL;
+  if (ge->fused) { /* the fused body pairs with no graph node by node */
+    info->result = GRT_GRAPH_UPDATE_NOT_SUPPORTED;
+    return GRT_ERR_GRAPH_EXEC_UPDATE;
+  }
   if (!grt__graph_handles_reserve(ge->exec, 2) || !(nb = grt__graph_body_build(g))) return GRT_ERR_NOMEM;
   mismatch m = compare(ge->body, nb);
   if (m.result) {

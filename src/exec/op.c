@@ -40,6 +40,7 @@ grt__op *grt__op_alloc(grt_exec *exec, grt_stream *s, uint8_t kind) {
 
 void grt__op_free(grt_exec *exec, grt__op *op) {
   if (op->deps != &op->inline_dep) free(op->deps);
+  if (op->kind == GRT__OP_KERNEL) grt__kop_body_free(op->u.call.fn, op->u.call.arg); /* an eager op's copy */
   if (op->kind == GRT__OP_GRAPH && op->u.graph.body) grt__graph_launch_release(exec, op);
   op->next = exec->free_ops;
   exec->free_ops = op;
@@ -168,19 +169,35 @@ static grt_status finish_op_id(grt_stream *s, grt__op *op, grt_op_id *id) {
 
 static grt_status finish_op(grt_stream *s, grt__op *op) { return finish_op_id(s, op, NULL); }
 
+static grt_status launch_kernel(grt_stream *s, const grt_kernel_desc *desc, const grt_kernel_op *kop, grt_op_id *id);
+
 grt_status grt_launch_kernel(grt_stream *s, const grt_kernel_desc *desc) { return grt_launch_kernel_ex(s, desc, NULL); }
 
 grt_status grt_launch_kernel_ex(grt_stream *s, const grt_kernel_desc *desc, grt_op_id *id) {
+  return launch_kernel(s, desc, NULL, id);
+}
+
+grt_status grt_launch_kernel_op(grt_stream *s, const grt_kernel_desc *desc, const grt_kernel_op *kop) {
+  return kop ? launch_kernel(s, desc, kop, NULL) : GRT_ERR_INVALID_ARG;
+}
+
+static grt_status launch_kernel(grt_stream *s, const grt_kernel_desc *desc, const grt_kernel_op *kop, grt_op_id *id) {
   if (!desc || (desc->engine != GRT_ENGINE_COMPUTE && desc->engine != GRT_ENGINE_COPY_H2D &&
                 desc->engine != GRT_ENGINE_COPY_D2H))
     return GRT_ERR_INVALID_ARG;
-  grt_status st;
+  grt__kop *k = NULL;
+  grt_status st = kop ? grt__stream_check(s) : GRT_OK;
+  if (!st && kop) st = grt__kop_from_desc(s->exec->device, desc, kop, &k);
+  if (st) return st;
   grt__op *op = start_op(s, GRT__OP_KERNEL, &st);
-  if (!op) return st;
+  if (!op) {
+    free(k);
+    return st;
+  }
   op->engine = (uint8_t)desc->engine;
   op->duration_ns = desc->duration_ns;
-  op->u.call.fn = desc->fn;
-  op->u.call.arg = desc->arg;
+  op->u.call.fn = k ? grt__kop_run : desc->fn;
+  op->u.call.arg = k ? (void *)k : desc->arg;
   set_name(op, desc->name);
   return finish_op_id(s, op, id);
 }
