@@ -211,7 +211,7 @@ grt_fuse_reason grt__fuse_check(grt__fuse *f, uint32_t a, uint32_t b) {
   uint32_t m = collect(f, a, b);
   if (m > f->max_group) return GRT_FUSE_SIZE_LIMIT;
   grt_fuse_reason why = shape(f, m);
+  if (!why) why = cycles(f, m); /* first: a node between them is the reason, not what it may read */
   if (!why) why = buffers(f, m);
-  if (!why) why = cycles(f, m);
   return why;
 }
