@@ -227,12 +227,190 @@ static void test_bad_descriptions(void **state) {
   done(exec, (grt_devptr[]){a, b}, 2);
 }
 
+static void sum_f(void *acc, const void *x, const void *params) {
+  (void)params;
+  float a, b;
+  memcpy(&a, acc, 4);
+  memcpy(&b, x, 4);
+  a += b;
+  memcpy(acc, &a, 4);
+}
+
+static void band(void *out, const void *const *in, uint64_t i, const void *params) {
+  (void)params;
+  const float *x = in[0];
+  float y = x[i] + 0.5f * x[(i + 1) % N];
+  memcpy(out, &y, 4);
+}
+
+typedef struct rig {
+  grt_exec *exec;
+  grt_graph *g;
+  grt_devptr user[4];
+} rig;
+
+static rig rig_new(void **state) {
+  rig r;
+  r.exec = make_exec(clock_of(state), 0);
+  for (unsigned i = 0; i < 4; i++) assert_int_equal(grt_exec_device_malloc(r.exec, N * 4, &r.user[i]), GRT_OK);
+  float *h = host_of(r.exec, r.user[0]);
+  for (unsigned i = 0; i < N; i++) h[i] = (float)(i % 13) * 0.125f;
+  assert_int_equal(grt_graph_create(r.exec, &r.g), GRT_OK);
+  return r;
+}
+
+static void rig_done(rig *r) {
+  assert_int_equal(grt_graph_destroy(r->g), GRT_OK);
+  done(r->exec, r->user, 4);
+}
+
+static grt_graph_node *node_op(grt_graph *g, grt_graph_node **deps, size_t n, const grt_kernel_op *op) {
+  grt_kernel_desc d = {NULL, NULL, 100, GRT_ENGINE_COMPUTE, "k"};
+  grt_graph_node *node = NULL;
+  assert_int_equal(grt_graph_add_kernel_op_node(g, deps, n, &d, op, &node), GRT_OK);
+  return node;
+}
+
+/* Runs r's graph unfused and fused: both write the same bytes into user[1..3]; the fused summary. */
+static grt_fusion_summary same_bytes(rig *r, uint32_t max_group) {
+  grt_stream *s = make_stream(r->exec, GRT_STREAM_NON_BLOCKING, "s");
+  static float want[3][N];
+  grt_graph_exec *ge;
+  assert_int_equal(grt_graph_instantiate(r->g, &ge), GRT_OK);
+  run(ge, s);
+  for (unsigned b = 0; b < 3; b++) memcpy(want[b], host_of(r->exec, r->user[b + 1]), N * 4);
+  assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
+  for (unsigned b = 0; b < 3; b++) memset(host_of(r->exec, r->user[b + 1]), 0, N * 4);
+  grt_graph_instantiate_params p = {GRT_GRAPH_INSTANTIATE_FUSE, max_group};
+  assert_int_equal(grt_graph_instantiate_ex(r->g, &p, &ge), GRT_OK);
+  run(ge, s);
+  for (unsigned b = 0; b < 3; b++) assert_memory_equal(want[b], host_of(r->exec, r->user[b + 1]), N * 4);
+  grt_fusion_summary sum;
+  size_t n = 0;
+  assert_int_equal(grt_graph_fusion_report(ge, &sum, NULL, &n), GRT_OK);
+  assert_int_equal(grt_graph_exec_destroy(ge), GRT_OK);
+  assert_int_equal(grt_stream_destroy(s), GRT_OK);
+  return sum;
+}
+
+/* An intermediate in graph memory: its alloc node, and the free node after last. */
+static grt_devptr temp(grt_graph *g, grt_graph_node **al) {
+  grt_devptr t;
+  assert_int_equal(grt_graph_add_mem_alloc_node(g, NULL, 0, N * 4, &t, al), GRT_OK);
+  return t;
+}
+
+static void free_after(grt_graph *g, grt_graph_node *last, grt_devptr t) {
+  grt_graph_node *fr;
+  assert_int_equal(grt_graph_add_mem_free_node(g, &last, 1, t, &fr), GRT_OK);
+}
+
+/* Elementwise producer into a row-sum reduction, and a band "matmul" with an elementwise epilogue. */
+static void test_reduction_and_epilogue(void **state) {
+  rig r = rig_new(state);
+  grt_graph_node *al, *al2;
+  grt_devptr t = temp(r.g, &al), t2 = temp(r.g, &al2);
+  grt_op_buffer b0, b1, b2, b3;
+  grt_kernel_op e = ew(&b0, r.user[0], t);
+  grt_graph_node *k1 = node_op(r.g, &al, 1, &e);
+  grt_kernel_op red = ew(&b1, t, r.user[1]);
+  red.cls = GRT_OP_REDUCTION;
+  red.group = 10;
+  red.fn = NULL;
+  red.combine = sum_f;
+  float zero = 0;
+  red.init = &zero;
+  red.out.count = N / 10;
+  grt_graph_node *k2 = node_op(r.g, &k1, 1, &red);
+  free_after(r.g, k2, t);
+  grt_kernel_op mm = ew(&b2, r.user[0], t2);
+  mm.cls = GRT_OP_OUTPUT_FUSIBLE;
+  mm.fn = band;
+  grt_graph_node *k3 = node_op(r.g, &al2, 1, &mm);
+  grt_kernel_op epi = ew(&b3, t2, r.user[2]);
+  grt_graph_node *k4 = node_op(r.g, &k3, 1, &epi);
+  free_after(r.g, k4, t2);
+  grt_fusion_summary sum = same_bytes(&r, 0);
+  assert_int_equal(sum.groups, 2);
+  assert_int_equal(sum.launches_before, 4);
+  assert_int_equal(sum.launches_after, 2);
+  assert_int_equal(sum.pool_after, 0);
+  rig_done(&r);
+}
+
+/* Two unordered kernels reading user[0] become one; the size limit keeps a chain of 3 at 2. */
+static void test_horizontal_and_limit(void **state) {
+  rig r = rig_new(state);
+  grt_op_buffer b0, b1;
+  grt_kernel_op x = ew(&b0, r.user[0], r.user[1]), y = ew(&b1, r.user[0], r.user[2]);
+  (void)node_op(r.g, NULL, 0, &x);
+  (void)node_op(r.g, NULL, 0, &y);
+  grt_fusion_summary sum = same_bytes(&r, 0);
+  assert_int_equal(sum.groups, 1);
+  assert_int_equal(sum.bytes_before, 4ull * N * 4);
+  assert_int_equal(sum.bytes_after, 3ull * N * 4); /* the shared input read once */
+  rig_done(&r);
+  r = rig_new(state);
+  grt_graph_node *al, *al2;
+  grt_devptr t = temp(r.g, &al), t2 = temp(r.g, &al2);
+  grt_op_buffer c0, c1, c2;
+  grt_kernel_op p = ew(&c0, r.user[0], t), q = ew(&c1, t, t2), z = ew(&c2, t2, r.user[1]);
+  grt_graph_node *deps[2] = {al, al2};
+  grt_graph_node *k1 = node_op(r.g, deps, 2, &p), *k2 = node_op(r.g, &k1, 1, &q), *k3 = node_op(r.g, &k2, 1, &z);
+  free_after(r.g, k2, t);
+  free_after(r.g, k3, t2);
+  sum = same_bytes(&r, 2);
+  assert_int_equal(sum.groups, 1);
+  assert_int_equal(sum.launches_after, 2);
+  rig_done(&r);
+}
+
+/* The intermediate read at a broadcast index, read by a kernel outside, or behind an opaque kernel. */
+static void test_blocker_layout_outside_opaque(void **state) {
+  rig r = rig_new(state);
+  grt_graph_node *al;
+  grt_devptr t = temp(r.g, &al);
+  grt_op_buffer b0, b1, b2;
+  grt_kernel_op p = ew(&b0, r.user[0], t), c = ew(&b1, t, r.user[1]);
+  grt_graph_node *k1 = node_op(r.g, &al, 1, &p);
+  b1.count = 10; /* reads t[i % 10] */
+  grt_graph_node *k2 = node_op(r.g, &k1, 1, &c);
+  free_after(r.g, k2, t);
+  assert_int_equal(first_reason(r.g), GRT_FUSE_LAYOUT);
+  rig_done(&r);
+
+  r = rig_new(state);
+  t = temp(r.g, &al);
+  p = ew(&b0, r.user[0], t);
+  c = ew(&b1, t, r.user[1]);
+  grt_kernel_op o = ew(&b2, r.user[2], r.user[3]);
+  b2.count = 10;
+  k1 = node_op(r.g, &al, 1, &p);
+  k2 = node_op(r.g, &k1, 1, &c);
+  o.in = &(grt_op_buffer){t, 4, 0, 0};
+  grt_graph_node *k3 = node_op(r.g, &k1, 1, &o);
+  grt_graph_node *deps[2] = {k2, k3};
+  grt_graph_node *fr;
+  assert_int_equal(grt_graph_add_mem_free_node(r.g, deps, 2, t, &fr), GRT_OK);
+  assert_int_equal(first_reason(r.g), GRT_FUSE_READ_OUTSIDE);
+  rig_done(&r);
+
+  r = rig_new(state);
+  p = ew(&b0, r.user[0], r.user[1]);
+  k1 = node_op(r.g, NULL, 0, &p);
+  grt_kernel_desc d = {host_noop, NULL, 10, GRT_ENGINE_COMPUTE, "opaque"};
+  grt_graph_node *op;
+  assert_int_equal(grt_graph_add_kernel_node(r.g, &k1, 1, &d, &op), GRT_OK);
+  assert_int_equal(first_reason(r.g), GRT_FUSE_OPAQUE);
+  rig_done(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      BOTH_CLOCKS(test_chain_fuses_exactly),
-      BOTH_CLOCKS(test_blocker_outlives),
-      BOTH_CLOCKS(test_blocker_host_between),
-      BOTH_CLOCKS(test_bad_descriptions),
+      BOTH_CLOCKS(test_chain_fuses_exactly),           BOTH_CLOCKS(test_blocker_outlives),
+      BOTH_CLOCKS(test_blocker_host_between),          BOTH_CLOCKS(test_bad_descriptions),
+      BOTH_CLOCKS(test_reduction_and_epilogue),        BOTH_CLOCKS(test_horizontal_and_limit),
+      BOTH_CLOCKS(test_blocker_layout_outside_opaque),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

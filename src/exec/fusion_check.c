@@ -69,10 +69,11 @@ static grt_fuse_reason input_rule(grt__fuse *f, uint32_t m, uint32_t y, uint32_t
     uint32_t x = f->members[j];
     const grt_kernel_op *wx = &f->k[x]->op;
     if (x == y || !buf_overlap(in, &wx->out)) continue;
-    if (!grt__fuse_same(in, &wx->out) || in->elem_size != wx->out.elem_size) return GRT_FUSE_ALIAS;
+    if (in->ptr != wx->out.ptr || in->elem_size != wx->out.elem_size) return GRT_FUSE_ALIAS;
     if (ry->cls == GRT_OP_OUTPUT_FUSIBLE) return GRT_FUSE_HEAD;
     if (wx->cls == GRT_OP_REDUCTION) return GRT_FUSE_REDUCTION;
-    if (in->div != 1 || in->count != ry->n) return GRT_FUSE_LAYOUT;
+    if (in->div != 1 || in->count != ry->n) return GRT_FUSE_LAYOUT; /* the same buffer, read elsewhere */
+    if (!grt__fuse_same(in, &wx->out)) return GRT_FUSE_ALIAS;
     return grt__fuse_internal(f, in);
   }
   return GRT_FUSE_OK;
